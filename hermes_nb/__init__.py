@@ -1,0 +1,91 @@
+"""Hermes: lazy tensors that run on every CPU core, OpenCL device and GPU you have.
+
+>>> import hermes_nb as hm
+>>> x = hm.Tensor.random((4, 4), seed=0)
+>>> y = hm.relu(x @ x.T - 1.0).sum(axis=1)
+>>> y.shape
+(4,)
+"""
+
+from hermes_nb import image, random
+from hermes_nb.context import current_options, current_policy, device, options, policy
+from hermes_nb.creation import arange, asarray, from_numpy, full, ones, zeros
+from hermes_nb.devices import Device, devices, get_device
+from hermes_nb.dtypes import bool_ as bool  # noqa: A001 - array API name
+from hermes_nb.dtypes import float32, float64, int32, int64
+from hermes_nb.elementwise import (
+    abs,
+    add,
+    astype,
+    ceil,
+    clip,
+    cos,
+    divide,
+    equal,
+    exp,
+    floor,
+    floor_divide,
+    greater,
+    greater_equal,
+    hypot,
+    less,
+    less_equal,
+    log,
+    logical_and,
+    logical_not,
+    logical_or,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    not_equal,
+    pow,
+    relu,
+    remainder,
+    round,
+    sigmoid,
+    sin,
+    sqrt,
+    subtract,
+    tanh,
+    where,
+)
+from hermes_nb.errors import DeviceError
+from hermes_nb.image import (
+    Pipeline,
+    Stage,
+    compose,
+    conv2d,
+    gaussian_blur,
+    sobel,
+    sobel_edge_detection,
+)
+from hermes_nb.linalg import matmul
+from hermes_nb.manipulation import (
+    broadcast_to,
+    concat,
+    permute_dims,
+    reshape,
+    stack,
+    transpose,
+)
+from hermes_nb.plan import Plan
+from hermes_nb.reductions import argmax, argmin, max, mean, min, prod, std, sum, var
+from hermes_nb.runtime import compute
+from hermes_nb.tensor import Tensor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Device", "DeviceError", "Pipeline", "Plan", "Stage", "Tensor",
+    "abs", "add", "arange", "argmax", "argmin", "asarray", "astype", "bool", "broadcast_to",
+    "ceil", "clip", "compose", "compute", "concat", "conv2d", "cos", "current_options",
+    "current_policy", "device", "devices", "divide", "equal", "exp", "float32", "float64",
+    "floor", "floor_divide", "from_numpy", "full", "gaussian_blur", "get_device", "greater",
+    "greater_equal", "hypot", "image", "int32", "int64", "less", "less_equal", "log",
+    "logical_and", "logical_not", "logical_or", "matmul", "max", "maximum", "mean", "min",
+    "minimum", "multiply", "negative", "not_equal", "ones", "options", "permute_dims", "policy",
+    "pow", "prod", "random", "relu", "remainder", "reshape", "round", "sigmoid", "sin",
+    "sobel", "sobel_edge_detection", "sqrt", "stack", "std", "subtract", "sum", "tanh",
+    "transpose", "var", "where", "zeros",
+]

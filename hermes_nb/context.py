@@ -1,0 +1,83 @@
+"""Scoped settings: the pinned device, the placement policy and compiler options."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+
+from hermes_nb.devices import Device, get_device
+
+POLICIES = ("auto", "fastest", "round_robin", "cpu")
+
+_pinned: ContextVar[str | None] = ContextVar("hermes_pinned_device", default=None)
+_policy: ContextVar[str] = ContextVar("hermes_policy", default="auto")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Compiler and runtime switches."""
+
+    fuse: bool = True
+    progress: bool = False
+
+
+_options: ContextVar[Options] = ContextVar("hermes_options", default=Options())
+
+
+@contextmanager
+def device(target: str | Device) -> Iterator[Device]:
+    """Pin every op built inside the block to ``target`` (an id such as ``"opencl:0"``).
+
+    >>> import hermes_nb as hm
+    >>> with hm.device("cpu:0"):
+    ...     t = hm.ones((2, 2)) * 3
+    >>> t.device
+    'cpu:0'
+    """
+    resolved = get_device(target)
+    token = _pinned.set(resolved.id)
+    try:
+        yield resolved
+    finally:
+        _pinned.reset(token)
+
+
+@contextmanager
+def policy(name: str) -> Iterator[str]:
+    """Choose how unpinned kernels are placed inside the block."""
+    if name not in POLICIES:
+        raise ValueError(f"policy: unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
+    token = _policy.set(name)
+    try:
+        yield name
+    finally:
+        _policy.reset(token)
+
+
+@contextmanager
+def options(**changes: bool) -> Iterator[Options]:
+    """Change compiler/runtime options inside the block, e.g. ``hm.options(fuse=False)``."""
+    current = _options.get()
+    unknown = set(changes) - set(current.__dataclass_fields__)
+    if unknown:
+        allowed = ", ".join(current.__dataclass_fields__)
+        raise ValueError(f"options: unknown option(s) {sorted(unknown)}; allowed: {allowed}")
+    token = _options.set(replace(current, **changes))
+    try:
+        yield _options.get()
+    finally:
+        _options.reset(token)
+
+
+def pinned_device() -> str | None:
+    return _pinned.get()
+
+
+def current_policy() -> str:
+    return _policy.get()
+
+
+def current_options() -> Options:
+    return _options.get()

@@ -1,0 +1,96 @@
+"""What every device offers the runtime: memory, transfers and running one op."""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from hermes_nb.ir.node import OpSpec
+
+T = TypeVar("T")
+
+
+class Device(ABC):
+    """One piece of hardware Hermes can run kernels on.
+
+    Device buffers are whatever the backend's array type is (NumPy, PyOpenCL,
+    CuPy arrays), always C-contiguous with the node's shape and dtype.
+    Each device runs its work on its own worker thread, so kernels on
+    different devices overlap while each device sees one stream of work.
+    """
+
+    kind: ClassVar[str]
+
+    def __init__(
+        self, index: int, name: str, *, memory_bytes: int, compute_units: int, fp64: bool
+    ) -> None:
+        self.index = index
+        self.name = name
+        self.memory_bytes = memory_bytes
+        self.compute_units = compute_units
+        self.fp64 = fp64
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+
+    @property
+    def id(self) -> str:
+        return f"{self.kind}:{self.index}"
+
+    def __str__(self) -> str:
+        return self.id
+
+    def __repr__(self) -> str:
+        return (
+            f"<Device {self.id} {self.name!r} memory={self.memory_bytes / 2**30:.1f} GiB "
+            f"compute_units={self.compute_units} fp64={self.fp64}>"
+        )
+
+    def supports(self, dtype: np.dtype) -> bool:
+        return self.fp64 or dtype != np.float64
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "name": self.name,
+            "memory_bytes": self.memory_bytes,
+            "compute_units": self.compute_units,
+            "fp64": self.fp64,
+        }
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """Run ``fn(*args)`` on this device's worker thread."""
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"hermes-{self.id}")
+        return self._executor.submit(fn, *args)
+
+    def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the worker thread and wait for its result."""
+        if threading.current_thread().name.startswith(f"hermes-{self.id}_"):
+            return fn(*args)  # already on this device's thread
+        return self.submit(fn, *args).result()
+
+    @abstractmethod
+    def from_host(self, array: np.ndarray) -> Any:
+        """Copy a host array to a new device buffer."""
+
+    @abstractmethod
+    def to_host(self, buffer: Any) -> np.ndarray:
+        """Copy a device buffer to a new host array."""
+
+    @abstractmethod
+    def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        """Run one op on device buffers and return the output buffer."""
+
+    def synchronize(self) -> None:
+        """Wait for all work queued on the device (no-op where launches are synchronous)."""
+
+    def memory_in_use(self) -> int:
+        """Bytes held by this device's memory pool."""
+        return 0

@@ -1,0 +1,43 @@
+"""``cpu:0``: NumPy and SciPy on the host (BLAS from NumPy's OpenBLAS)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.ndimage
+
+from hermes_nb.devices.array_backend import ArrayOps
+from hermes_nb.devices.base import Device
+from hermes_nb.ir.node import OpSpec
+
+
+def _memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+class CPUDevice(Device):
+    kind = "cpu"
+
+    def __init__(self) -> None:
+        import platform
+
+        name = platform.processor() or platform.machine() or "host CPU"
+        super().__init__(
+            0, name, memory_bytes=_memory_bytes(), compute_units=os.cpu_count() or 1, fp64=True
+        )
+        self._ops = ArrayOps(np, scipy.ndimage)
+
+    def from_host(self, array: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(array).copy()
+
+    def to_host(self, buffer: Any) -> np.ndarray:
+        return np.asarray(buffer)
+
+    def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        return self._ops.run(spec, inputs)

@@ -1,0 +1,69 @@
+"""``cuda:N``: every GPU CuPy finds. Ops run through CuPy and cupyx.scipy.ndimage,
+with memory from CuPy's default pool and BLAS from cuBLAS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hermes_nb.devices.array_backend import ArrayOps
+from hermes_nb.devices.base import Device
+from hermes_nb.ir.node import OpSpec
+
+
+def discover() -> list[CUDADevice]:
+    """One device per GPU, or none when CuPy or a GPU is missing."""
+    try:
+        import cupy
+    except ImportError:
+        return []
+    try:
+        if not cupy.cuda.is_available():
+            return []
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # no driver, or CUDA initialisation failed
+        return []
+    return [CUDADevice(i) for i in range(count)]
+
+
+class CUDADevice(Device):
+    kind = "cuda"
+
+    def __init__(self, index: int) -> None:
+        import cupy
+        import cupyx.scipy.ndimage
+
+        props = cupy.cuda.runtime.getDeviceProperties(index)
+        name = props["name"]
+        super().__init__(
+            index,
+            name.decode() if isinstance(name, bytes) else str(name),
+            memory_bytes=int(props["totalGlobalMem"]),
+            compute_units=int(props["multiProcessorCount"]),
+            fp64=True,
+        )
+        self._cupy = cupy
+        self._device = cupy.cuda.Device(index)
+        self._ops = ArrayOps(cupy, cupyx.scipy.ndimage)
+
+    def from_host(self, array: np.ndarray) -> Any:
+        with self._device:
+            return self._cupy.asarray(np.ascontiguousarray(array))
+
+    def to_host(self, buffer: Any) -> np.ndarray:
+        with self._device:
+            return self._cupy.asnumpy(buffer)
+
+    def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        with self._device:
+            return self._ops.run(spec, inputs)
+
+    def synchronize(self) -> None:
+        with self._device:
+            self._device.synchronize()
+
+    def memory_in_use(self) -> int:
+        return int(self._cupy.get_default_memory_pool().used_bytes())

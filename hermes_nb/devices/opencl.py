@@ -1,0 +1,401 @@
+"""OpenCL backend: one device per OpenCL device on any platform (PoCL on CPUs, GPUs).
+
+Buffers are ``pyopencl.array.Array`` objects from a per-device memory pool, C-contiguous with
+the node's shape and dtype (bool stored as one byte, always 0 or 1). PyOpenCL is imported
+lazily, so this module imports on machines without it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hermes_nb.devices import opencl_kernels as src
+from hermes_nb.devices.base import Device
+from hermes_nb.ir.node import OpSpec
+from hermes_nb.ir.ops import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY, REDUCTIONS
+
+_WG = 256  # work-group size of the 1-D kernels; global sizes are rounded up to it
+_SERIAL_ROWS = 64  # rows up to this long are reduced by one work-item each
+_BORDERS = {"reflect101": 0, "reflect": 1, "replicate": 2, "constant": 3}
+_I64 = np.dtype(np.int64)
+
+
+def discover() -> list[OpenCLDevice]:
+    """One ``OpenCLDevice`` per OpenCL device over all platforms; ``[]`` without OpenCL."""
+    try:
+        import pyopencl as cl
+    except Exception:  # not installed, or its shared libraries are missing
+        return []
+    try:
+        platforms = cl.get_platforms()
+    except Exception:  # no ICD / no platform: cl.LogicError or cl.RuntimeError
+        return []
+    found: list[OpenCLDevice] = []
+    for platform in platforms:
+        try:
+            devices = platform.get_devices()
+        except Exception:  # a platform without devices raises DEVICE_NOT_FOUND
+            continue
+        for dev in devices:
+            try:
+                found.append(OpenCLDevice(len(found), dev))
+            except Exception:  # a device we cannot open a context on is not usable
+                continue
+    return found
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    """C-contiguous strides in elements."""
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return out[::-1]
+
+
+def _collapse(shape: Sequence[int], *strides: Sequence[int]) -> tuple[list[int], list[list[int]]]:
+    """Drop size-1 dims and merge dims that are contiguous in every operand (fewer div/mods)."""
+    dims = [(s, [st[d] for st in strides]) for d, s in enumerate(shape) if s != 1]
+    out_shape: list[int] = []
+    out_st: list[list[int]] = []
+    for size, sts in dims:
+        if out_shape and all(o == i * size for o, i in zip(out_st[-1], sts)):
+            out_shape[-1] *= size
+            out_st[-1] = sts
+        else:
+            out_shape.append(size)
+            out_st.append(sts)
+    per_operand = [[st[k] for st in out_st] for k in range(len(strides))]
+    return out_shape, per_operand
+
+
+def _broadcast_strides(in_shape: Sequence[int], out_shape: Sequence[int]) -> list[int]:
+    """Strides (elements) reading a contiguous ``in_shape`` array broadcast to ``out_shape``."""
+    pad = len(out_shape) - len(in_shape)
+    st = _strides(in_shape)
+    return [0] * pad + [0 if s == 1 else t for s, t in zip(in_shape, st)]
+
+
+class OpenCLDevice(Device):
+    kind = "opencl"
+
+    def __init__(self, index: int, cl_device: Any) -> None:
+        import pyopencl as cl
+        import pyopencl.tools as cl_tools
+
+        fp64 = bool(getattr(cl_device, "double_fp_config", 0)) or (
+            "cl_khr_fp64" in cl_device.extensions
+        )
+        super().__init__(
+            index,
+            cl_device.name.strip(),
+            memory_bytes=int(cl_device.global_mem_size),
+            compute_units=int(cl_device.max_compute_units),
+            fp64=fp64,
+        )
+        self.cl_device = cl_device
+        self.context = cl.Context([cl_device])
+        self.queue = cl.CommandQueue(self.context)  # in-order: launches need no events
+        self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
+        self.programs = src.ProgramCache(self.context)
+        self._dummy: Any = None
+
+    # ---- memory --------------------------------------------------------------------------
+
+    def from_host(self, array: np.ndarray) -> Any:
+        import pyopencl.array as cla
+
+        return cla.to_device(self.queue, np.ascontiguousarray(array), allocator=self.pool)
+
+    def to_host(self, buffer: Any) -> np.ndarray:
+        return buffer.get(queue=self.queue)
+
+    def synchronize(self) -> None:
+        self.queue.finish()
+
+    def memory_in_use(self) -> int:
+        return int(self.pool.active_bytes)
+
+    def empty(self, shape: Sequence[int], dtype: np.dtype) -> Any:
+        import pyopencl.array as cla
+
+        return cla.empty(self.queue, tuple(shape), np.dtype(dtype), allocator=self.pool)
+
+    def _meta(self, values: Sequence[int]) -> Any:
+        """A small int64 buffer of shapes/strides for a kernel (never an empty one)."""
+        return self.from_host(np.array([*values, 0], dtype=_I64))
+
+    def _launch(self, source: str, name: str, n: int, *args: Any) -> None:
+        """Run a 1-D kernel over ``n`` items (rounded up to the work-group size)."""
+        knl = self.programs.kernel(source, name)
+        knl(self.queue, (_round_up(n, _WG),), (_WG,), *args)
+
+    # ---- dispatch --------------------------------------------------------------------------
+
+    def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        op = spec.op
+        if not self.fp64 and any(d == np.float64 for d in (spec.dtype, *spec.in_dtypes)):
+            raise TypeError(f"{op}: device {self.id} ({self.name}) has no float64 support")
+        if op == "to_device":
+            return inputs[0]
+        if op in ELEMENTWISE_UNARY or op in ELEMENTWISE_BINARY or op == "where":
+            return self._elementwise(spec, inputs)
+        handler = getattr(self, f"_op_{op}", None)
+        if op in REDUCTIONS:
+            return self._reduce(spec, inputs[0])
+        if handler is None:
+            raise NotImplementedError(f"{op} on {self.id}")
+        return handler(spec, inputs)
+
+    # ---- elementwise -----------------------------------------------------------------------
+
+    def _elementwise(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        out = self.empty(spec.shape, spec.dtype)
+        n = out.size
+        if n == 0:
+            return out
+        modes = "".join(
+            "s" if x.size == 1 else "f" if x.size == n else "g" for x in inputs
+        )
+        strided = [k for k, m in enumerate(modes) if m == "g"]
+        meta: list[int] = [0]
+        if strided:
+            bst = [_broadcast_strides(spec.in_shapes[k], spec.shape) for k in strided]
+            shape, sts = _collapse(spec.shape, *bst)
+            meta = [len(shape), *shape, *(s for st in sts for s in st)]
+        source = src.elementwise_source(
+            spec.op, tuple(spec.in_dtypes), spec.dtype, modes, self.fp64
+        )
+        self._launch(
+            source, "ew", n, out.data, *(x.data for x in inputs),
+            self._meta(meta).data, np.int64(n),
+        )  # fmt: skip
+        return out
+
+    # ---- sources ---------------------------------------------------------------------------
+
+    def _op_full(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        out = self.empty(spec.shape, spec.dtype)
+        if out.size:
+            value = np.asarray(spec.attrs["fill_value"]).astype(spec.dtype)
+            if spec.dtype.kind == "b":
+                value = value.astype(np.uint8)
+            source = src.fill_source(spec.dtype, spec.dtype, self.fp64)
+            self._launch(source, "fill", out.size, out.data, value[()], np.int64(out.size))
+        return out
+
+    def _op_arange(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        out = self.empty(spec.shape, spec.dtype)
+        if out.size:
+            start, step = spec.attrs["start"], spec.attrs["step"]
+            integral = all(isinstance(v, (int, np.integer)) for v in (start, step))
+            if spec.dtype.kind in "ib" and integral:
+                calc = _I64
+            else:  # like NumPy: compute in double, then convert
+                calc = np.dtype(np.float64 if self.fp64 else np.float32)
+            source = src.fill_source(spec.dtype, calc, self.fp64)
+            self._launch(
+                source, "arange", out.size, out.data,
+                calc.type(start), calc.type(step), np.int64(out.size),
+            )  # fmt: skip
+        return out
+
+    # ---- movement --------------------------------------------------------------------------
+
+    def copy_strided(
+        self,
+        dst: Any,
+        dst_off: int,
+        dst_st: Sequence[int],
+        src_buf: Any,
+        src_off: int,
+        src_st: Sequence[int],
+        shape: Sequence[int],
+    ) -> None:
+        """dst[dst_off + c·dst_st] = src[src_off + c·src_st] for every coordinate c of shape."""
+        n = math.prod(shape)
+        if n == 0:
+            return
+        cshape, (dst_st, src_st) = _collapse(shape, dst_st, src_st)
+        item = dst.dtype.itemsize
+        if len(cshape) <= 1 and all(s == [1] or s == [] for s in (dst_st, src_st)):
+            import pyopencl as cl
+
+            cl.enqueue_copy(
+                self.queue, dst.data, src_buf.data, byte_count=n * item,
+                dst_offset=dst_off * item, src_offset=src_off * item,
+            )  # fmt: skip
+            return
+        meta = [len(cshape), dst_off, src_off, *cshape, *dst_st, *src_st]
+        self._launch(
+            src.copy_source(item), "strided_copy", n,
+            dst.data, src_buf.data, self._meta(meta).data, np.int64(n),
+        )  # fmt: skip
+
+    def _permuted(self, x: Any, in_shape: Sequence[int], axes: Sequence[int]) -> Any:
+        shape = [in_shape[a] for a in axes]
+        out = self.empty(shape, x.dtype)
+        st = _strides(in_shape)
+        self.copy_strided(out, 0, _strides(shape), x, 0, [st[a] for a in axes], shape)
+        return out
+
+    def _op_reshape(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        # Buffers are never written after they are made, so a reshaped view is safe.
+        return inputs[0].reshape(spec.shape)
+
+    def _op_permute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        return self._permuted(inputs[0], spec.in_shapes[0], spec.attrs["axes"])
+
+    def _op_broadcast_to(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        out = self.empty(spec.shape, spec.dtype)
+        bst = _broadcast_strides(spec.in_shapes[0], spec.shape)
+        self.copy_strided(out, 0, _strides(spec.shape), inputs[0], 0, bst, spec.shape)
+        return out
+
+    def _op_slice(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        out = self.empty(spec.shape, spec.dtype)
+        a = spec.attrs
+        st = _strides(spec.in_shapes[0])
+        sizes = [int(s) for s in a["sizes"]]
+        offset = sum(int(b) * s for b, s in zip(a["starts"], st))
+        src_st = [int(k) * s for k, s in zip(a["steps"], st)]
+        self.copy_strided(out, 0, _strides(sizes), inputs[0], offset, src_st, sizes)
+        return out
+
+    def _op_concat(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        out = self.empty(spec.shape, spec.dtype)
+        axis = spec.attrs["axis"]
+        ost = _strides(spec.shape)
+        pos = 0
+        for x, shape in zip(inputs, spec.in_shapes):
+            self.copy_strided(out, pos * ost[axis], ost, x, 0, _strides(shape), shape)
+            pos += shape[axis]
+        return out
+
+    # ---- reductions ------------------------------------------------------------------------
+
+    def _reduce(self, spec: OpSpec, x: Any) -> Any:
+        op, shape = spec.op, spec.in_shapes[0]
+        axes = tuple(spec.attrs["axes"])
+        kept = [d for d in range(len(shape)) if d not in axes]
+        m = math.prod(shape[d] for d in kept)
+        k = math.prod(shape[d] for d in axes)
+        dtype = spec.in_dtypes[0]
+        if m == 0:
+            return self.empty(spec.shape, spec.dtype)
+        if k == 0:  # only sum/prod reach here; NumPy gives the identity
+            return self._full(spec.shape, spec.dtype, 1 if op == "prod" else 0)
+        if axes != tuple(range(len(shape) - len(axes), len(shape))):
+            x = self._permuted(x, shape, kept + list(axes))  # reduced axes last, contiguous
+        source = src.reduce_source(op, dtype, self.fp64)
+        vals, idx = self._reduce_rows(source, x, None, m, k, dtype, op.startswith("arg"))
+        return (idx if op.startswith("arg") else vals).reshape(spec.shape)
+
+    def _reduce_rows(
+        self, source: str, x: Any, x_idx: Any, m: int, k: int, dtype: np.dtype, arg: bool
+    ) -> tuple[Any, Any]:
+        """Reduce a contiguous (m, k) array (with per-element indices for a second arg pass)."""
+        import pyopencl as cl
+
+        if self._dummy is None:
+            self._dummy = self._meta([])
+        has_idx = np.int32(x_idx is not None)
+        in_idx = x_idx.data if x_idx is not None else self._dummy.data
+        if k <= _SERIAL_ROWS:
+            vals = self.empty((m,), dtype)
+            idx = self.empty((m,), _I64) if arg else self._dummy
+            self._launch(
+                source, "reduce_serial", m, vals.data, idx.data, x.data, in_idx,
+                has_idx, np.int64(m), np.int64(k),
+            )  # fmt: skip
+            return vals, idx
+        wg = min(_WG, 1 << (k - 1).bit_length())
+        # Enough groups to fill the device: long rows are split into `parts` chunks.
+        target = 16 * self.compute_units
+        parts = 1
+        if m < target:
+            parts = max(1, min(-(-target // m), k // (wg * 16)))
+        chunk = -(-k // parts)
+        parts = -(-k // chunk)
+        vals = self.empty((m * parts,), dtype)
+        idx = self.empty((m * parts,), _I64) if arg else self._dummy
+        knl = self.programs.kernel(source, "reduce_group")
+        knl(
+            self.queue, (m * parts * wg,), (wg,),
+            vals.data, idx.data, x.data, in_idx, has_idx,
+            np.int64(k), np.int64(parts), np.int64(chunk),
+            cl.LocalMemory(wg * dtype.itemsize), cl.LocalMemory(wg * 8),
+        )  # fmt: skip
+        if parts == 1:
+            return vals, idx
+        return self._reduce_rows(source, vals, idx if arg else None, m, parts, dtype, arg)
+
+    def _full(self, shape: Sequence[int], dtype: np.dtype, value: Any) -> Any:
+        spec = OpSpec("full", tuple(shape), np.dtype(dtype), (), (), {"fill_value": value}, "")
+        return self._op_full(spec, ())
+
+    # ---- matmul ----------------------------------------------------------------------------
+
+    def _op_matmul(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        (a_shape, b_shape), dtype = spec.in_shapes, spec.dtype
+        m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
+        batch = spec.shape[:-2]
+        nb = math.prod(batch)
+        if nb * m * n == 0:
+            return self.empty(spec.shape, dtype)
+        if k == 0:
+            return self._full(spec.shape, dtype, 0)
+
+        # Offset of each batch's matrix; broadcast batch dims repeat offsets, not data.
+        def offsets(shape: Sequence[int], size: int) -> Any:
+            base = np.arange(math.prod(shape[:-2]), dtype=_I64).reshape(shape[:-2]) * size
+            return self.from_host(np.broadcast_to(base, batch).ravel())
+
+        aoff, boff = offsets(a_shape, m * k), offsets(b_shape, k * n)
+        out = self.empty(spec.shape, dtype)
+        knl = self.programs.kernel(src.typed_source("matmul", dtype, self.fp64), "matmul")
+        knl(
+            self.queue, (_round_up(n, 16), _round_up(m, 16), nb), (16, 16, 1),
+            out.data, inputs[0].data, inputs[1].data, aoff.data, boff.data,
+            np.int64(m), np.int64(n), np.int64(k),
+        )  # fmt: skip
+        return out
+
+    # ---- conv2d ----------------------------------------------------------------------------
+
+    def _op_conv2d(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        dtype, shape = spec.dtype, spec.shape
+        out = self.empty(shape, dtype)
+        if out.size == 0:
+            return out
+        h, w = shape[-2], shape[-1]
+        nb = math.prod(shape[:-2])
+        mode = np.int32(_BORDERS[spec.attrs["border"]])
+        knl = self.programs.kernel(src.typed_source("conv2d", dtype, self.fp64), "conv2d")
+
+        def run(dst: Any, x: Any, weights: np.ndarray) -> None:
+            wbuf = self.from_host(np.asarray(weights, dtype=dtype))
+            kh, kw = weights.shape
+            knl(
+                self.queue, (_round_up(w, 16), _round_up(h, 4), nb), (16, 4, 1),
+                dst.data, x.data, wbuf.data, np.int64(h), np.int64(w),
+                np.int32(kh), np.int32(kw), mode,
+            )  # fmt: skip
+
+        sep = spec.attrs.get("separable")
+        if sep is not None:  # two 1-D passes: rows, then columns
+            col, row = (np.asarray(v, dtype=np.float64) for v in sep)
+            tmp = self.empty(shape, dtype)
+            run(tmp, inputs[0], row.reshape(1, -1))
+            run(out, tmp, col.reshape(-1, 1))
+        else:
+            run(out, inputs[0], np.asarray(spec.attrs["weights"], dtype=np.float64))
+        return out

@@ -1,0 +1,275 @@
+"""Elementwise maths: NumPy broadcasting, NumPy 2 / array-API type promotion.
+
+Each function checks its operands when called and inserts the casts the
+devices rely on: every elementwise node sees inputs of one dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hermes_nb import dtypes
+from hermes_nb.graph import make_node
+from hermes_nb.ir.infer import broadcast_shapes
+from hermes_nb.tensor import Tensor
+
+Operand = Tensor | np.ndarray | bool | int | float
+
+_SCALARS = (bool, int, float)
+_ARITHMETIC = ("add", "multiply", "maximum", "minimum")  # defined on bool too (NumPy)
+
+
+def _operand(value: Any, op: str) -> Tensor | bool | int | float:
+    if isinstance(value, (Tensor, *_SCALARS)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (np.ndarray, list, tuple)):
+        from hermes_nb.creation import asarray
+
+        return asarray(value)
+    raise TypeError(f"{op}: unsupported operand type {type(value).__name__}")
+
+
+def _dtype_of(value: Tensor | bool | int | float) -> np.dtype | bool | int | float:
+    return value.dtype if isinstance(value, Tensor) else value
+
+
+def cast(value: Tensor | bool | int | float, dtype: np.dtype, op: str) -> Tensor:
+    """``value`` as a tensor of ``dtype``; scalars become 0-d constants."""
+    if isinstance(value, Tensor):
+        return astype(value, dtype)
+    from hermes_nb.creation import from_numpy
+
+    try:
+        array = np.asarray(value, dtype=dtype)
+    except OverflowError as exc:
+        raise OverflowError(f"{op}: Python scalar {value!r} does not fit in {dtype.name}") from exc
+    return from_numpy(array)
+
+
+def astype(x: Tensor, dtype: object) -> Tensor:
+    """``x`` converted to ``dtype`` (to bool: nonzero; floats to ints truncate)."""
+    target = dtypes.as_dtype(dtype, op="astype")
+    if not isinstance(x, Tensor):
+        x = _as_tensor(x, "astype")
+    if x.dtype == target:
+        return x
+    return Tensor(make_node("astype", (x.node,), x.shape, target))
+
+
+def _as_tensor(value: Any, op: str) -> Tensor:
+    from hermes_nb.creation import asarray
+
+    v = _operand(value, op)
+    return v if isinstance(v, Tensor) else asarray(v)
+
+
+def _reject_bool(op: str, dtype: np.dtype, what: str = "numeric") -> None:
+    if dtypes.is_bool(dtype):
+        raise TypeError(f"{op}: expected a {what} tensor, got dtype bool")
+
+
+def _elementwise(op: str, operands: list[Tensor], out_dtype: np.dtype, **attrs: Any) -> Tensor:
+    shape = broadcast_shapes(op, *(t.shape for t in operands))
+    return Tensor(make_node(op, [t.node for t in operands], shape, out_dtype, **attrs))
+
+
+def _binary(op: str, x1: Any, x2: Any, *, compute: str = "same") -> Tensor:
+    a, b = _operand(x1, op), _operand(x2, op)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        a = _as_tensor(a, op)
+    work = dtypes.result_type(_dtype_of(a), _dtype_of(b))
+    if work not in dtypes.SUPPORTED:
+        raise TypeError(f"{op}: result dtype {work.name} is not supported")
+    out = work
+    if compute == "float":
+        if op == "hypot":
+            _reject_bool(op, work)
+        work = out = dtypes.float_result(work)
+    elif compute == "compare":
+        out = dtypes.bool_
+    elif compute == "numeric":
+        _reject_bool(op, work)
+    return _elementwise(op, [cast(a, work, op), cast(b, work, op)], out)
+
+
+def _unary(op: str, x: Any, *, compute: str = "same") -> Tensor:
+    t = _as_tensor(x, op)
+    work = t.dtype
+    if compute == "float":
+        _reject_bool(op, work)
+        work = dtypes.float_result(work)
+    elif compute in ("numeric", "round"):
+        _reject_bool(op, work)
+    return _elementwise(op, [astype(t, work)], work)
+
+
+# ---- binary arithmetic --------------------------------------------------------------
+def add(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("add", x1, x2)
+
+
+def subtract(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("subtract", x1, x2, compute="numeric")
+
+
+def multiply(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("multiply", x1, x2)
+
+
+def divide(x1: Operand, x2: Operand) -> Tensor:
+    """True division; integer operands give float64, as in NumPy."""
+    return _binary("divide", x1, x2, compute="float")
+
+
+def floor_divide(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("floor_divide", x1, x2, compute="numeric")
+
+
+def remainder(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("remainder", x1, x2, compute="numeric")
+
+
+def pow(x1: Operand, x2: Operand) -> Tensor:  # noqa: A001 - array API name
+    return _binary("pow", x1, x2, compute="numeric")
+
+
+def maximum(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("maximum", x1, x2)
+
+
+def minimum(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("minimum", x1, x2)
+
+
+def hypot(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("hypot", x1, x2, compute="float")
+
+
+# ---- comparisons and logic ----------------------------------------------------------
+def equal(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("equal", x1, x2, compute="compare")
+
+
+def not_equal(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("not_equal", x1, x2, compute="compare")
+
+
+def less(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("less", x1, x2, compute="compare")
+
+
+def less_equal(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("less_equal", x1, x2, compute="compare")
+
+
+def greater(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("greater", x1, x2, compute="compare")
+
+
+def greater_equal(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("greater_equal", x1, x2, compute="compare")
+
+
+def _logical_operand(value: Any, op: str, operator: str | None) -> Tensor:
+    t = _as_tensor(value, op)
+    if operator is not None and not dtypes.is_bool(t.dtype):
+        raise TypeError(
+            f"{op}: operator {operator} needs bool tensors, got {t.dtype.name}; "
+            f"use hm.{op}(...) to treat nonzero values as True"
+        )
+    return astype(t, dtypes.bool_)
+
+
+def logical_and(x1: Operand, x2: Operand, *, operator: str | None = None) -> Tensor:
+    a, b = _logical_operand(x1, "logical_and", operator), _logical_operand(x2, "logical_and", operator)
+    return _elementwise("logical_and", [a, b], dtypes.bool_)
+
+
+def logical_or(x1: Operand, x2: Operand, *, operator: str | None = None) -> Tensor:
+    a, b = _logical_operand(x1, "logical_or", operator), _logical_operand(x2, "logical_or", operator)
+    return _elementwise("logical_or", [a, b], dtypes.bool_)
+
+
+def logical_not(x: Operand, *, operator: str | None = None) -> Tensor:
+    return _elementwise("logical_not", [_logical_operand(x, "logical_not", operator)], dtypes.bool_)
+
+
+# ---- unary --------------------------------------------------------------------------
+def negative(x: Operand) -> Tensor:
+    return _unary("negative", x, compute="numeric")
+
+
+def abs(x: Operand) -> Tensor:  # noqa: A001 - array API name
+    return _unary("abs", x)
+
+
+def exp(x: Operand) -> Tensor:
+    return _unary("exp", x, compute="float")
+
+
+def log(x: Operand) -> Tensor:
+    return _unary("log", x, compute="float")
+
+
+def sqrt(x: Operand) -> Tensor:
+    return _unary("sqrt", x, compute="float")
+
+
+def sin(x: Operand) -> Tensor:
+    return _unary("sin", x, compute="float")
+
+
+def cos(x: Operand) -> Tensor:
+    return _unary("cos", x, compute="float")
+
+
+def tanh(x: Operand) -> Tensor:
+    return _unary("tanh", x, compute="float")
+
+
+def sigmoid(x: Operand) -> Tensor:
+    """``1 / (1 + exp(-x))``."""
+    return _unary("sigmoid", x, compute="float")
+
+
+def relu(x: Operand) -> Tensor:
+    """``maximum(x, 0)``; NaN stays NaN."""
+    return _unary("relu", x, compute="numeric")
+
+
+def floor(x: Operand) -> Tensor:
+    return _unary("floor", x, compute="round")
+
+
+def ceil(x: Operand) -> Tensor:
+    return _unary("ceil", x, compute="round")
+
+
+def round(x: Operand) -> Tensor:  # noqa: A001 - array API name
+    """Round half to even, like NumPy."""
+    return _unary("round", x, compute="round")
+
+
+# ---- selection ----------------------------------------------------------------------
+def where(condition: Operand, x1: Operand, x2: Operand) -> Tensor:
+    """``x1`` where ``condition`` is true, else ``x2`` (all three broadcast)."""
+    cond = astype(_as_tensor(condition, "where"), dtypes.bool_)
+    a, b = _operand(x1, "where"), _operand(x2, "where")
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        a = _as_tensor(a, "where")
+    work = dtypes.result_type(_dtype_of(a), _dtype_of(b))
+    return _elementwise("where", [cond, cast(a, work, "where"), cast(b, work, "where")], work)
+
+
+def clip(x: Operand, min: Operand | None = None, max: Operand | None = None) -> Tensor:  # noqa: A002
+    """Limit ``x`` to ``[min, max]``; NaN stays NaN."""
+    out = _as_tensor(x, "clip")
+    if min is not None:
+        out = maximum(out, min)
+    if max is not None:
+        out = minimum(out, max)
+    return out

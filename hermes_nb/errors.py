@@ -1,0 +1,16 @@
+"""Errors Hermes raises beyond ``ValueError`` and ``TypeError``."""
+
+from __future__ import annotations
+
+
+class DeviceError(RuntimeError):
+    """A kernel failed on a device at run time (out of memory, build failure, device lost).
+
+    The message names the op, its shapes and dtypes, the device and, for a
+    build failure, the compiler's log.
+    """
+
+    def __init__(self, message: str, *, op: str = "", device: str = "") -> None:
+        super().__init__(message)
+        self.op = op
+        self.device = device

@@ -1,0 +1,103 @@
+"""The op graph: immutable nodes with their shape and dtype known at build time."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hermes_nb.ir.ops import OPS
+
+_ids = itertools.count()
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """One op applied to input nodes. Nodes compare and hash by identity.
+
+    ``device`` is the device id the node is pinned to, or ``None`` when the
+    scheduler may choose. ``key`` names the node in task graphs.
+    """
+
+    op: str
+    inputs: tuple[Node, ...]
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    attrs: dict[str, Any] = field(default_factory=dict)
+    device: str | None = None
+    key: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ValueError(f"unknown op {self.op!r}")
+        if not self.key:
+            object.__setattr__(self, "key", f"{self.op}-{next(_ids)}")
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def __repr__(self) -> str:
+        args = ", ".join(i.key for i in self.inputs)
+        return f"<{self.key}({args}) {self.dtype.name}{list(self.shape)}>"
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """What a device needs to run one node: picklable, free of graph references."""
+
+    op: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    in_shapes: tuple[tuple[int, ...], ...]
+    in_dtypes: tuple[np.dtype, ...]
+    attrs: dict[str, Any]
+    device: str
+    key: str = ""
+
+    @classmethod
+    def of(cls, node: Node, device: str) -> OpSpec:
+        attrs = {k: v for k, v in node.attrs.items() if k != "handle"}
+        return cls(
+            op=node.op,
+            shape=node.shape,
+            dtype=node.dtype,
+            in_shapes=tuple(i.shape for i in node.inputs),
+            in_dtypes=tuple(i.dtype for i in node.inputs),
+            attrs=attrs,
+            device=device,
+            key=node.key,
+        )
+
+    def describe(self) -> str:
+        """Op, shapes and dtypes, as error messages name them."""
+        ins = ", ".join(f"{d.name}{list(s)}" for s, d in zip(self.in_shapes, self.in_dtypes))
+        return f"{self.op}({ins}) -> {self.dtype.name}{list(self.shape)}"
+
+
+def toposort(outputs: list[Node]) -> list[Node]:
+    """Nodes reachable from ``outputs``, each once, inputs before users."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(n, False) for n in reversed(outputs)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((i, False) for i in reversed(node.inputs) if id(i) not in seen)
+    return order

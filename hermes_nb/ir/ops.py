@@ -1,0 +1,107 @@
+"""Every op Hermes knows, declared once.
+
+Each op has a kind, which tells the compiler and the device backends how it
+behaves: elementwise ops map equal-shaped (broadcast) inputs to an output,
+reductions fold axes, movement ops only rearrange data.
+
+Conventions that every backend may rely on (the tensor layer guarantees them):
+- elementwise ops get inputs of one dtype (``where``: a bool condition and two
+  branches of the output dtype); inputs may have fewer or size-1 dimensions and
+  broadcast to the node's shape;
+- ``sum``/``prod`` reduce in the output dtype (inputs are cast first);
+  ``argmax``/``argmin`` return int64;
+- ``matmul`` inputs share a dtype and are at least 2-D.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Kind(Enum):
+    SOURCE = "source"
+    ELEMENTWISE = "elementwise"
+    REDUCE = "reduce"
+    MOVEMENT = "movement"
+    MATMUL = "matmul"
+    STENCIL = "stencil"
+
+
+# op name -> (kind, arity or None for variadic, one-line description)
+OPS: dict[str, tuple[Kind, int | None, str]] = {
+    # sources
+    "constant": (Kind.SOURCE, 0, "a host array captured at build time (attrs: value)"),
+    "random": (Kind.SOURCE, 0, "seeded random numbers (attrs: distribution, seed, params)"),
+    "full": (Kind.SOURCE, 0, "an array filled with one value (attrs: fill_value)"),
+    "arange": (Kind.SOURCE, 0, "evenly spaced values (attrs: start, step)"),
+    "buffer": (Kind.SOURCE, 0, "a value already resident on a device (attrs: handle)"),
+    # elementwise, unary
+    "negative": (Kind.ELEMENTWISE, 1, "-x"),
+    "abs": (Kind.ELEMENTWISE, 1, "|x|"),
+    "exp": (Kind.ELEMENTWISE, 1, "e**x"),
+    "log": (Kind.ELEMENTWISE, 1, "natural logarithm"),
+    "sqrt": (Kind.ELEMENTWISE, 1, "square root"),
+    "sin": (Kind.ELEMENTWISE, 1, "sine"),
+    "cos": (Kind.ELEMENTWISE, 1, "cosine"),
+    "tanh": (Kind.ELEMENTWISE, 1, "hyperbolic tangent"),
+    "sigmoid": (Kind.ELEMENTWISE, 1, "1 / (1 + exp(-x))"),
+    "relu": (Kind.ELEMENTWISE, 1, "maximum(x, 0), NaN propagating"),
+    "floor": (Kind.ELEMENTWISE, 1, "round towards -inf"),
+    "ceil": (Kind.ELEMENTWISE, 1, "round towards +inf"),
+    "round": (Kind.ELEMENTWISE, 1, "round half to even"),
+    "logical_not": (Kind.ELEMENTWISE, 1, "not x (bool)"),
+    "astype": (Kind.ELEMENTWISE, 1, "convert to the node's dtype"),
+    "to_device": (Kind.ELEMENTWISE, 1, "identity; the runtime moves the input to the node's device"),
+    # elementwise, binary
+    "add": (Kind.ELEMENTWISE, 2, "x + y"),
+    "subtract": (Kind.ELEMENTWISE, 2, "x - y"),
+    "multiply": (Kind.ELEMENTWISE, 2, "x * y"),
+    "divide": (Kind.ELEMENTWISE, 2, "x / y (floats only)"),
+    "floor_divide": (Kind.ELEMENTWISE, 2, "x // y, Python semantics; integer division by 0 gives 0"),
+    "remainder": (Kind.ELEMENTWISE, 2, "x % y, sign of y; integer modulo 0 gives 0"),
+    "pow": (Kind.ELEMENTWISE, 2, "x ** y"),
+    "maximum": (Kind.ELEMENTWISE, 2, "larger of x and y, NaN propagating"),
+    "minimum": (Kind.ELEMENTWISE, 2, "smaller of x and y, NaN propagating"),
+    "hypot": (Kind.ELEMENTWISE, 2, "sqrt(x*x + y*y) without overflow"),
+    "equal": (Kind.ELEMENTWISE, 2, "x == y"),
+    "not_equal": (Kind.ELEMENTWISE, 2, "x != y"),
+    "less": (Kind.ELEMENTWISE, 2, "x < y"),
+    "less_equal": (Kind.ELEMENTWISE, 2, "x <= y"),
+    "greater": (Kind.ELEMENTWISE, 2, "x > y"),
+    "greater_equal": (Kind.ELEMENTWISE, 2, "x >= y"),
+    "logical_and": (Kind.ELEMENTWISE, 2, "x and y (bool)"),
+    "logical_or": (Kind.ELEMENTWISE, 2, "x or y (bool)"),
+    # elementwise, ternary
+    "where": (Kind.ELEMENTWISE, 3, "x if cond else y"),
+    # reductions (attrs: axes, keepdims)
+    "sum": (Kind.REDUCE, 1, "sum over axes"),
+    "prod": (Kind.REDUCE, 1, "product over axes"),
+    "max": (Kind.REDUCE, 1, "maximum over axes, NaN propagating"),
+    "min": (Kind.REDUCE, 1, "minimum over axes, NaN propagating"),
+    "argmax": (Kind.REDUCE, 1, "index of the first maximum along one axis"),
+    "argmin": (Kind.REDUCE, 1, "index of the first minimum along one axis"),
+    # movement
+    "reshape": (Kind.MOVEMENT, 1, "same elements in C order, new shape"),
+    "permute": (Kind.MOVEMENT, 1, "reorder axes (attrs: axes)"),
+    "broadcast_to": (Kind.MOVEMENT, 1, "repeat size-1 and missing leading axes to the node's shape"),
+    "slice": (Kind.MOVEMENT, 1, "strided window (attrs: starts, steps, keep); kept sizes in shape"),
+    "concat": (Kind.MOVEMENT, None, "join along an axis (attrs: axis)"),
+    # linear algebra
+    "matmul": (Kind.MATMUL, 2, "batched matrix product over the last two axes"),
+    # stencils
+    "conv2d": (Kind.STENCIL, 1, "2-D correlation over the last two axes (attrs: weights, border)"),
+}
+
+ELEMENTWISE_UNARY = frozenset(n for n, (k, a, _) in OPS.items() if k is Kind.ELEMENTWISE and a == 1)
+ELEMENTWISE_BINARY = frozenset(n for n, (k, a, _) in OPS.items() if k is Kind.ELEMENTWISE and a == 2)
+COMPARISONS = frozenset(
+    {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
+)
+LOGICAL = frozenset({"logical_and", "logical_or", "logical_not"})
+FLOAT_FUNCTIONS = frozenset({"exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "hypot"})
+REDUCTIONS = frozenset(n for n, (k, _, _) in OPS.items() if k is Kind.REDUCE)
+BORDERS = ("reflect101", "reflect", "replicate", "constant")
+
+
+def kind_of(op: str) -> Kind:
+    return OPS[op][0]

@@ -1,0 +1,84 @@
+"""``explain()``: the kernels a graph runs, where, and why."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from hermes_nb.ir.node import toposort
+from hermes_nb.ir.ops import Kind, kind_of
+
+if TYPE_CHECKING:
+    from hermes_nb.tensor import Tensor
+
+_REASONS = {
+    "pinned": "pinned by hm.device(...) or .to(...)",
+    "default": "default device (no pin)",
+    "resident": "value already lives there",
+}
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One unit of work in a plan: the ops it holds and where it runs."""
+
+    name: str
+    ops: tuple[str, ...]
+    device: str
+    reason: str
+    inputs: tuple[str, ...]
+    shape: tuple[int, ...]
+    dtype: str
+    bytes_moved: int
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    kernels: list[Kernel] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.kernels)
+
+    def __str__(self) -> str:
+        lines = [f"Plan: {len(self.kernels)} kernel(s)"]
+        for i, k in enumerate(self.kernels):
+            lines.append(
+                f"  [{i}] {k.name}: {'+'.join(k.ops)} -> {k.dtype}{list(k.shape)} on {k.device} "
+                f"({k.reason}; {k.bytes_moved / 1e6:.2f} MB moved)"
+            )
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{i}</td><td>{html.escape(k.name)}</td><td>{html.escape(' + '.join(k.ops))}"
+            f"</td><td>{html.escape(k.dtype)}{list(k.shape)}</td><td>{html.escape(k.device)}</td>"
+            f"<td>{html.escape(k.reason)}</td><td>{k.bytes_moved / 1e6:.2f} MB</td></tr>"
+            for i, k in enumerate(self.kernels)
+        )
+        return (
+            f"<div class='hermes-plan'><b>Plan</b>: {len(self.kernels)} kernel(s)"
+            "<table><thead><tr><th>#</th><th>kernel</th><th>ops</th><th>output</th>"
+            f"<th>device</th><th>why</th><th>traffic</th></tr></thead><tbody>{rows}</tbody>"
+            "</table></div>"
+        )
+
+
+def explain(tensor: Tensor) -> Plan:
+    from hermes_nb.runtime.lower import placement
+
+    kernels = []
+    for node in toposort([tensor.node]):
+        if kind_of(node.op) is Kind.SOURCE and node.op not in ("full", "arange"):
+            continue
+        device, why = placement(node)
+        moved = node.nbytes + sum(i.nbytes for i in node.inputs)
+        kernels.append(Kernel(
+            name=node.key, ops=(node.op,), device=device, reason=_REASONS[why],
+            inputs=tuple(i.key for i in node.inputs), shape=node.shape, dtype=node.dtype.name,
+            bytes_moved=moved,
+        ))
+    return Plan(kernels)

@@ -1,0 +1,59 @@
+"""Seeded random tensors, identical on every device for a given seed.
+
+Values are drawn on the host with NumPy's Philox generator when the graph
+runs, then moved to the device that needs them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hermes_nb import dtypes
+from hermes_nb.creation import ShapeLike, normalize_shape
+from hermes_nb.graph import make_node
+from hermes_nb.tensor import Tensor
+
+
+def _fresh_seed() -> int:
+    # drawn once at build time, so recomputing a graph gives the same values
+    return int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0])
+
+
+def _random(op: str, distribution: str, shape: ShapeLike, dtype: object, seed: int | None,
+            params: tuple[float, float]) -> Tensor:
+    dims = normalize_shape(shape, op)
+    dt = dtypes.as_dtype(dtype, op=op)
+    if not dtypes.is_float(dt):
+        raise TypeError(f"{op}: dtype must be float32 or float64, got {dt.name}")
+    if seed is not None and (not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise ValueError(f"{op}: seed must be a non-negative int, got {seed!r}")
+    chosen = _fresh_seed() if seed is None else int(seed)
+    return Tensor(make_node("random", (), dims, dt, distribution=distribution, seed=chosen,
+                            params=params))
+
+
+def uniform(shape: ShapeLike, low: float = 0.0, high: float = 1.0, dtype: object = "float32",
+            seed: int | None = None) -> Tensor:
+    """Uniform values in ``[low, high)``."""
+    return _random("random.uniform", "uniform", shape, dtype, seed, (float(low), float(high)))
+
+
+def normal(shape: ShapeLike, loc: float = 0.0, scale: float = 1.0, dtype: object = "float32",
+           seed: int | None = None) -> Tensor:
+    """Normally distributed values with mean ``loc`` and standard deviation ``scale``."""
+    if scale < 0:
+        raise ValueError(f"random.normal: scale must be >= 0, got {scale}")
+    return _random("random.normal", "normal", shape, dtype, seed, (float(loc), float(scale)))
+
+
+def draw(distribution: str, shape: tuple[int, ...], dtype: np.dtype, seed: int,
+         params: tuple[float, float]) -> np.ndarray:
+    """The host values of a ``random`` node."""
+    rng = np.random.Generator(np.random.Philox(seed))
+    a, b = params
+    if distribution == "uniform":
+        values = rng.random(shape, dtype=dtype) if (a, b) == (0.0, 1.0) else \
+            rng.uniform(a, b, shape).astype(dtype)
+    else:
+        values = rng.normal(a, b, shape).astype(dtype)
+    return np.ascontiguousarray(values)

@@ -1,0 +1,131 @@
+"""Reductions over any axes, with ``keepdims``; NumPy's result dtypes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hermes_nb import dtypes
+from hermes_nb.elementwise import _as_tensor, astype, sqrt
+from hermes_nb.graph import make_node
+from hermes_nb.ir.infer import fmt, normalize_axes, normalize_axis, reduce_shape
+from hermes_nb.tensor import Tensor
+
+Axis = int | Sequence[int] | None
+
+
+def _accumulator(dtype: np.dtype) -> np.dtype:
+    # NumPy sums bool and int32 in the default integer, int64
+    return dtype if dtypes.is_float(dtype) else dtypes.int64
+
+
+def _reduce(op: str, x: Tensor, axes: tuple[int, ...], keepdims: bool, out: np.dtype) -> Tensor:
+    if not axes:  # nothing to fold: a reduction over no axes is the identity
+        return astype(x, out)
+    shape = reduce_shape(x.shape, axes, keepdims)
+    return Tensor(make_node(op, [x.node], shape, out, axes=axes, keepdims=bool(keepdims)))
+
+
+def _axes(op: str, x: Tensor, axis: Axis) -> tuple[int, ...]:
+    return normalize_axes(op, axis, x.ndim)
+
+
+def _check_nonempty(op: str, x: Tensor, axes: tuple[int, ...]) -> None:
+    empty = [a for a in axes if x.shape[a] == 0]
+    if empty or (not axes and x.size == 0):
+        raise ValueError(
+            f"{op}: zero-size reduction over axis {empty[0] if empty else ()} of a tensor of "
+            f"shape {fmt(x.shape)} has no identity; reduce over non-empty axes"
+        )
+
+
+def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Sum over ``axis`` (all axes by default); bool and integers sum in int64."""
+    t = _as_tensor(x, "sum")
+    acc = _accumulator(t.dtype)
+    return _reduce("sum", astype(t, acc), _axes("sum", t, axis), keepdims, acc)
+
+
+def prod(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    t = _as_tensor(x, "prod")
+    acc = _accumulator(t.dtype)
+    return _reduce("prod", astype(t, acc), _axes("prod", t, axis), keepdims, acc)
+
+
+def max(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Largest value over ``axis``; NaN propagates."""
+    t = _as_tensor(x, "max")
+    axes = _axes("max", t, axis)
+    _check_nonempty("max", t, axes)
+    return _reduce("max", t, axes, keepdims, t.dtype)
+
+
+def min(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Smallest value over ``axis``; NaN propagates."""
+    t = _as_tensor(x, "min")
+    axes = _axes("min", t, axis)
+    _check_nonempty("min", t, axes)
+    return _reduce("min", t, axes, keepdims, t.dtype)
+
+
+def _arg(op: str, x: Any, axis: int | None, keepdims: bool) -> Tensor:
+    t = _as_tensor(x, op)
+    if axis is None:
+        _check_nonempty(op, t, tuple(range(t.ndim)))
+        from hermes_nb.manipulation import reshape
+
+        flat = _reduce(op, reshape(t, (-1,)), (0,), False, dtypes.int64)
+        return reshape(flat, (1,) * t.ndim) if keepdims else flat
+    if t.ndim == 0:
+        raise ValueError(f"{op}: axis {axis} is out of range for a 0-d tensor")
+    a = normalize_axis(op, axis, t.ndim)
+    _check_nonempty(op, t, (a,))
+    return _reduce(op, t, (a,), keepdims, dtypes.int64)
+
+
+def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """Index of the first maximum (of the flattened tensor when ``axis`` is None)."""
+    return _arg("argmax", x, axis, keepdims)
+
+
+def argmin(x: Any, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """Index of the first minimum (of the flattened tensor when ``axis`` is None)."""
+    return _arg("argmin", x, axis, keepdims)
+
+
+def _count(x: Tensor, axes: tuple[int, ...]) -> int:
+    return math.prod(x.shape[a] for a in axes)
+
+
+def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Arithmetic mean; integer and bool inputs give float64. Empty gives NaN."""
+    t = _as_tensor(x, "mean")
+    work = dtypes.float_result(t.dtype)
+    axes = _axes("mean", t, axis)
+    total = _reduce("sum", astype(t, work), axes, keepdims, work)
+    count = _count(t, axes)
+    return total / count if count else total * float("nan")
+
+
+def var(x: Any, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Tensor:
+    """Variance, dividing by ``N - correction`` (NumPy's ``ddof``)."""
+    t = _as_tensor(x, "var")
+    if not isinstance(correction, (int, float)) or correction < 0:
+        raise ValueError(f"var: correction must be a non-negative number, got {correction!r}")
+    work = dtypes.float_result(t.dtype)
+    axes = _axes("var", t, axis)
+    xf = astype(t, work)
+    centred = xf - mean(xf, axis=axes, keepdims=True)
+    total = _reduce("sum", centred * centred, axes, keepdims, work)
+    divisor = _count(t, axes) - correction
+    if divisor > 0:
+        return total / float(divisor)
+    return total * float("nan") if _count(t, axes) == 0 else total / 0.0
+
+
+def std(x: Any, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Tensor:
+    """Standard deviation, ``sqrt(var(...))``."""
+    return sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))

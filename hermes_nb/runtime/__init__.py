@@ -1,0 +1,88 @@
+"""Running graphs: locally on per-device worker threads, or on a dask.distributed cluster."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import dask.threaded
+import numpy as np
+
+from hermes_nb.devices import devices
+from hermes_nb.ir.node import Node
+from hermes_nb.runtime.lower import lower, placement
+from hermes_nb.runtime.resident import Resident
+from hermes_nb.tensor import Tensor
+
+__all__ = ["Resident", "compute", "to_numpy"]
+
+
+def _active_client() -> Any:
+    """The default ``dask.distributed`` client, if one is running."""
+    if "distributed" not in sys.modules:
+        return None
+    from distributed import default_client
+
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def _debug_level() -> int:
+    try:
+        return int(os.environ.get("HERMES_DEBUG", "0"))
+    except ValueError:
+        return 0
+
+
+def execute(outputs: Sequence[Node]) -> list[Resident]:
+    """Run the graph behind ``outputs`` once and return their values."""
+    graph, keys = lower(list(outputs))
+    if _debug_level() >= 2:
+        for key, task in graph.items():
+            spec = task[1] if isinstance(task, tuple) else None
+            where = spec.device if spec is not None else getattr(task, "device", "?")
+            print(f"hermes: {key} on {where}", file=sys.stderr)
+    client = _active_client()
+    if client is not None:
+        results = client.get(graph, keys, sync=True)
+    else:
+        # each task blocks while its device's own thread runs it, so one Dask
+        # thread per device lets tasks on different devices overlap
+        results = dask.threaded.get(graph, keys, num_workers=max(2, len(devices())))
+    return list(results)
+
+
+def compute(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """Materialise several tensors in one graph, so work they share runs once.
+
+    >>> import hermes_nb as hm
+    >>> a = hm.arange(3) * 2
+    >>> b, c = hm.compute(a + 1, a - 1)
+    >>> b.numpy().tolist(), c.numpy().tolist()
+    ([1, 3, 5], [-1, 1, 3])
+    """
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"compute: expected Tensors, got {type(t).__name__}")
+    results = execute([t.node for t in tensors])
+    return tuple(_materialised(t.node, r) for t, r in zip(tensors, results))
+
+
+def _materialised(node: Node, value: Resident) -> Tensor:
+    if node.op == "buffer":
+        return Tensor(node)
+    return Tensor(Node("buffer", (), node.shape, node.dtype, {"handle": value}, value.device))
+
+
+def to_numpy(tensor: Tensor) -> np.ndarray:
+    (result,) = execute([tensor.node])
+    array = result.host()
+    return array.reshape(tensor.shape)
+
+
+def placement_of(node: Node) -> tuple[str, str]:
+    return placement(node)
