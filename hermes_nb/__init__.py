@@ -11,7 +11,7 @@ from hermes_nb import image, random
 from hermes_nb.context import current_options, current_policy, device, options, policy
 from hermes_nb.creation import arange, asarray, from_numpy, full, ones, zeros
 from hermes_nb.devices import Device, devices, get_device
-from hermes_nb.dtypes import bool_ as bool  # noqa: A001 - array API name
+from hermes_nb.dtypes import bool_ as bool
 from hermes_nb.dtypes import float32, float64, int32, int64
 from hermes_nb.elementwise import (
     abs,

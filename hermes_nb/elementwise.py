@@ -133,7 +133,7 @@ def remainder(x1: Operand, x2: Operand) -> Tensor:
     return _binary("remainder", x1, x2, compute="numeric")
 
 
-def pow(x1: Operand, x2: Operand) -> Tensor:  # noqa: A001 - array API name
+def pow(x1: Operand, x2: Operand) -> Tensor:
     return _binary("pow", x1, x2, compute="numeric")
 
 
@@ -203,7 +203,7 @@ def negative(x: Operand) -> Tensor:
     return _unary("negative", x, compute="numeric")
 
 
-def abs(x: Operand) -> Tensor:  # noqa: A001 - array API name
+def abs(x: Operand) -> Tensor:
     return _unary("abs", x)
 
 
@@ -249,7 +249,7 @@ def ceil(x: Operand) -> Tensor:
     return _unary("ceil", x, compute="round")
 
 
-def round(x: Operand) -> Tensor:  # noqa: A001 - array API name
+def round(x: Operand) -> Tensor:
     """Round half to even, like NumPy."""
     return _unary("round", x, compute="round")
 
@@ -265,7 +265,7 @@ def where(condition: Operand, x1: Operand, x2: Operand) -> Tensor:
     return _elementwise("where", [cond, cast(a, work, "where"), cast(b, work, "where")], work)
 
 
-def clip(x: Operand, min: Operand | None = None, max: Operand | None = None) -> Tensor:  # noqa: A002
+def clip(x: Operand, min: Operand | None = None, max: Operand | None = None) -> Tensor:
     """Limit ``x`` to ``[min, max]``; NaN stays NaN."""
     out = _as_tensor(x, "clip")
     if min is not None:

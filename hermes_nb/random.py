@@ -56,4 +56,4 @@ def draw(distribution: str, shape: tuple[int, ...], dtype: np.dtype, seed: int,
             rng.uniform(a, b, shape).astype(dtype)
     else:
         values = rng.normal(a, b, shape).astype(dtype)
-    return np.ascontiguousarray(values)
+    return np.array(values, dtype=dtype, order="C").reshape(shape)

@@ -42,7 +42,7 @@ def _check_nonempty(op: str, x: Tensor, axes: tuple[int, ...]) -> None:
         )
 
 
-def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """Sum over ``axis`` (all axes by default); bool and integers sum in int64."""
     t = _as_tensor(x, "sum")
     acc = _accumulator(t.dtype)
@@ -55,7 +55,7 @@ def prod(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
     return _reduce("prod", astype(t, acc), _axes("prod", t, axis), keepdims, acc)
 
 
-def max(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def max(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """Largest value over ``axis``; NaN propagates."""
     t = _as_tensor(x, "max")
     axes = _axes("max", t, axis)
@@ -63,7 +63,7 @@ def max(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A
     return _reduce("max", t, axes, keepdims, t.dtype)
 
 
-def min(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def min(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """Smallest value over ``axis``; NaN propagates."""
     t = _as_tensor(x, "min")
     axes = _axes("min", t, axis)

@@ -139,8 +139,8 @@ class Tensor:
 
     def to(self, device: str | Device) -> Tensor:
         """This tensor's value on ``device``, e.g. ``t.to("opencl:0")``."""
-        from hermes_nb.graph import check_capability
         from hermes_nb.devices import get_device
+        from hermes_nb.graph import check_capability
 
         target = get_device(device)
         check_capability("to", target.id, self.dtype, [self._node])
@@ -262,7 +262,7 @@ class Tensor:
         return getitem(self, key)
 
     @property
-    def T(self) -> Tensor:  # noqa: N802 - the NumPy/array API name
+    def T(self) -> Tensor:
         from hermes_nb.manipulation import transpose
 
         return transpose(self)

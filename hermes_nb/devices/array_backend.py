@@ -99,7 +99,8 @@ class ArrayOps:
             out = out.astype(spec.dtype)
         if out.shape != spec.shape:
             out = xp.broadcast_to(out, spec.shape)
-        return xp.ascontiguousarray(out)
+        # not ascontiguousarray: it turns 0-d arrays into 1-d ones
+        return out if out.flags.c_contiguous else out.copy(order="C")
 
     # elementwise ops that need the spec
     def _astype(self, spec: OpSpec, x: Any) -> Any:
@@ -185,6 +186,6 @@ class ArrayOps:
             tmp = self.ndimage.correlate1d(x, col, axis=-2, mode=mode, cval=0.0)
             return self.ndimage.correlate1d(tmp, row, axis=-1, mode=mode, cval=0.0)
         weights = self.xp.asarray(spec.attrs["weights"], dtype=spec.dtype).reshape(
-            lead + (len(spec.attrs["weights"]), -1)
+            (*lead, len(spec.attrs["weights"]), -1)
         )
         return self.ndimage.correlate(x, weights, mode=mode, cval=0.0)

@@ -34,7 +34,7 @@ class CPUDevice(Device):
         self._ops = ArrayOps(np, scipy.ndimage)
 
     def from_host(self, array: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(array).copy()
+        return np.array(array, order="C", copy=True)
 
     def to_host(self, buffer: Any) -> np.ndarray:
         return np.asarray(buffer)

@@ -51,7 +51,7 @@ class CUDADevice(Device):
 
     def from_host(self, array: np.ndarray) -> Any:
         with self._device:
-            return self._cupy.asarray(np.ascontiguousarray(array))
+            return self._cupy.array(array, order="C", copy=True)
 
     def to_host(self, buffer: Any) -> np.ndarray:
         with self._device:

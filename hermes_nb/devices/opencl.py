@@ -113,7 +113,9 @@ class OpenCLDevice(Device):
     def from_host(self, array: np.ndarray) -> Any:
         import pyopencl.array as cla
 
-        return cla.to_device(self.queue, np.ascontiguousarray(array), allocator=self.pool)
+        # np.asarray(order="C") copies non-contiguous views and, unlike ascontiguousarray,
+        # keeps 0-d arrays 0-d.
+        return cla.to_device(self.queue, np.asarray(array, order="C"), allocator=self.pool)
 
     def to_host(self, buffer: Any) -> np.ndarray:
         return buffer.get(queue=self.queue)

@@ -33,4 +33,4 @@ class Resident:
         return source.run(source.to_host, self.buffer)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return (Resident, ("cpu:0", np.ascontiguousarray(self.host())))
+        return (Resident, ("cpu:0", np.array(self.host(), order="C")))
