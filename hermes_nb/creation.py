@@ -52,7 +52,7 @@ def asarray(obj: Any, dtype: object = None) -> Tensor:
         array = np.asarray(obj, dtype=want or default)
     elif isinstance(obj, (list, tuple)):
         array = np.asarray(obj, dtype=want)
-        if want is None and array.dtype == np.float64 and _all_ints(obj):
+        if want is None and array.dtype == np.float64 and array.size and _all_ints(obj):
             array = array.astype(np.int64)
     else:
         raise TypeError(f"asarray: cannot make a tensor from {type(obj).__name__}")

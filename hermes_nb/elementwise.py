@@ -102,8 +102,8 @@ def _unary(op: str, x: Any, *, compute: str = "same") -> Tensor:
     if compute == "float":
         _reject_bool(op, work)
         work = dtypes.float_result(work)
-    elif compute in ("numeric", "round"):
-        _reject_bool(op, work)
+    elif compute == "numeric" or (compute == "round" and op == "round"):
+        _reject_bool(op, work)  # floor/ceil of bool is bool in NumPy 2; round is not defined
     return _elementwise(op, [astype(t, work)], work)
 
 

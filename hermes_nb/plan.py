@@ -68,16 +68,20 @@ class Plan:
 
 
 def explain(tensor: Tensor) -> Plan:
+    from hermes_nb.compiler import optimize
+    from hermes_nb.context import current_options
     from hermes_nb.runtime.lower import placement
 
     kernels = []
-    for node in toposort([tensor.node]):
+    (root,) = optimize([tensor.node], fuse=current_options().fuse)
+    for node in toposort([root]):
         if kind_of(node.op) is Kind.SOURCE and node.op not in ("full", "arange"):
             continue
         device, why = placement(node)
         moved = node.nbytes + sum(i.nbytes for i in node.inputs)
+        ops = node.attrs["program"].ops if node.op == "fused_elementwise" else (node.op,)
         kernels.append(Kernel(
-            name=node.key, ops=(node.op,), device=device, reason=_REASONS[why],
+            name=node.key, ops=ops, device=device, reason=_REASONS[why],
             inputs=tuple(i.key for i in node.inputs), shape=node.shape, dtype=node.dtype.name,
             bytes_moved=moved,
         ))

@@ -112,11 +112,15 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
 
 def var(x: Any, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Tensor:
     """Variance, dividing by ``N - correction`` (NumPy's ``ddof``)."""
-    t = _as_tensor(x, "var")
+    return _variance("var", x, axis, correction, keepdims)
+
+
+def _variance(op: str, x: Any, axis: Axis, correction: float, keepdims: bool) -> Tensor:
+    t = _as_tensor(x, op)
     if not isinstance(correction, (int, float)) or correction < 0:
-        raise ValueError(f"var: correction must be a non-negative number, got {correction!r}")
+        raise ValueError(f"{op}: correction must be a non-negative number, got {correction!r}")
     work = dtypes.float_result(t.dtype)
-    axes = _axes("var", t, axis)
+    axes = _axes(op, t, axis)
     xf = astype(t, work)
     centred = xf - mean(xf, axis=axes, keepdims=True)
     total = _reduce("sum", centred * centred, axes, keepdims, work)
@@ -128,4 +132,4 @@ def var(x: Any, axis: Axis = None, correction: float = 0.0, keepdims: bool = Fal
 
 def std(x: Any, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Tensor:
     """Standard deviation, ``sqrt(var(...))``."""
-    return sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
+    return sqrt(_variance("std", x, axis, correction, keepdims))

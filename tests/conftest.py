@@ -76,10 +76,27 @@ def cuda_devices() -> list[Any]:
     return [d for d in _all_devices() if d.kind == "cuda"]
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "device" in metafunc.fixturenames:
-        devices = selected_devices()
-        metafunc.parametrize("device", devices, ids=[str(d.id) for d in devices])
+_SELECTED = selected_devices()
+_KINDS = ("cpu", "opencl", "cuda")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    wanted = _device_filter()
+    if wanted:
+        known = {str(d.id) for d in _all_devices()} | set(_KINDS)
+        unknown = sorted(w for w in wanted if w not in known and w.split(":")[0] not in _KINDS)
+        if unknown:
+            available = ", ".join(str(d.id) for d in _all_devices())
+            raise pytest.UsageError(
+                f"HERMES_TEST_DEVICES names unknown devices {unknown}; "
+                f"available: {available} (or kinds: {', '.join(_KINDS)})"
+            )
+
+
+@pytest.fixture(params=_SELECTED, ids=[str(d.id) for d in _SELECTED])
+def device(request: pytest.FixtureRequest) -> Any:
+    """Each selected device in turn (a ``hm.Device``; ``str(device)`` is its id)."""
+    return request.param
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -136,25 +153,20 @@ def _materialise(out: Any, device: Any) -> Any:
     lazy_shape, lazy_dtype = out.shape, out.dtype
     assert isinstance(lazy_shape, tuple), f"Tensor.shape must be a tuple, got {lazy_shape!r}"
     assert out.device == _device_id(device), (
-        f"tensor built inside `with hm.device({_device_id(device)!r})` is pinned to "
-        f"{out.device!r}"
+        f"tensor built inside `with hm.device({_device_id(device)!r})` is pinned to {out.device!r}"
     )
     result = out.numpy()
     assert isinstance(result, np.ndarray), f".numpy() returned {type(result).__name__}"
-    assert result.shape == lazy_shape, (
-        f"build-time shape {lazy_shape} != computed shape {result.shape}"
-    )
-    assert result.dtype == lazy_dtype, (
-        f"build-time dtype {lazy_dtype} != computed dtype {result.dtype}"
-    )
+    assert result.shape == lazy_shape, f"build-time shape {lazy_shape} != computed shape {result.shape}"
+    assert result.dtype == lazy_dtype, f"build-time dtype {lazy_dtype} != computed dtype {result.dtype}"
     return result
 
 
 def _needs_fp64(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
     values = [*args, *kwargs.values()]
-    return any(
-        isinstance(v, np.ndarray) and v.dtype == np.float64 for v in values
-    ) or any(isinstance(v, str) and v == "float64" for v in values)
+    return any(isinstance(v, np.ndarray) and v.dtype == np.float64 for v in values) or any(
+        isinstance(v, str) and v == "float64" for v in values
+    )
 
 
 def run_on(device: Any, fn: Callable[..., Any], *inputs: Any, **kwargs: Any) -> Any:
@@ -228,14 +240,14 @@ def sample(
     dtype = np.dtype(dtype)
     rng = np.random.default_rng(seed)
     if dtype.kind == "b":
-        return rng.random(shape) < 0.5
+        return np.asarray(rng.random(shape) < 0.5)
     if dtype.kind in "iu":
         lo = -20 if low is None else int(low)
         hi = 20 if high is None else int(high)
-        return rng.integers(lo, hi, size=shape, endpoint=True).astype(dtype)
+        return np.asarray(rng.integers(lo, hi, size=shape, endpoint=True), dtype=dtype)
     lo = -3.0 if low is None else float(low)
     hi = 3.0 if high is None else float(high)
-    return rng.uniform(lo, hi, size=shape).astype(dtype)
+    return np.asarray(rng.uniform(lo, hi, size=shape), dtype=dtype)
 
 
 @pytest.fixture(name="run_on")

@@ -112,6 +112,23 @@ class ArrayOps:
     def _where(self, spec: OpSpec, cond: Any, a: Any, b: Any) -> Any:
         return self.xp.where(cond, a, b)
 
+    def _fused_elementwise(self, spec: OpSpec, *inputs: Any) -> Any:
+        program = spec.attrs["program"]
+        values: list[Any] = list(inputs)
+        values += [self.xp.asarray(v, dtype=d) for v, d in program.consts]
+        for instr in program.instrs:
+            args = [values[a] for a in instr.args]
+            if instr.op in self.unary:
+                out = self.unary[instr.op](args[0])
+            elif instr.op in self.binary:
+                out = self.binary[instr.op](*args)
+            elif instr.op == "where":
+                out = self.xp.where(*args)
+            else:  # astype
+                out = args[0]
+            values.append(self.xp.asarray(out).astype(instr.dtype, copy=False))
+        return values[program.outputs[0]]
+
     # sources
     def _full(self, spec: OpSpec) -> Any:
         return self.xp.full(spec.shape, spec.attrs["fill_value"], dtype=spec.dtype)

@@ -25,6 +25,8 @@ class Device(ABC):
     """
 
     kind: ClassVar[str]
+    #: compiler-made ops this device can run (the compiler fuses only for these)
+    fused_ops: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(
         self, index: int, name: str, *, memory_bytes: int, compute_units: int, fp64: bool

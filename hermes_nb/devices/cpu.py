@@ -23,6 +23,7 @@ def _memory_bytes() -> int:
 
 class CPUDevice(Device):
     kind = "cpu"
+    fused_ops = frozenset({"fused_elementwise"})
 
     def __init__(self) -> None:
         import platform

@@ -31,6 +31,7 @@ def discover() -> list[CUDADevice]:
 
 class CUDADevice(Device):
     kind = "cuda"
+    fused_ops = frozenset({"fused_elementwise"})
 
     def __init__(self, index: int) -> None:
         import cupy

@@ -91,9 +91,7 @@ class OpenCLDevice(Device):
         import pyopencl as cl
         import pyopencl.tools as cl_tools
 
-        fp64 = bool(getattr(cl_device, "double_fp_config", 0)) or (
-            "cl_khr_fp64" in cl_device.extensions
-        )
+        fp64 = bool(getattr(cl_device, "double_fp_config", 0)) or ("cl_khr_fp64" in cl_device.extensions)
         super().__init__(
             index,
             cl_device.name.strip(),
@@ -107,6 +105,8 @@ class OpenCLDevice(Device):
         self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
         self.programs = src.ProgramCache(self.context)
         self._dummy: Any = None
+        # CPUs want each work-item on a contiguous run; GPUs want neighbours on neighbours.
+        self._cpu = bool(cl_device.type & cl.device_type.CPU)
 
     # ---- memory --------------------------------------------------------------------------
 
@@ -138,7 +138,15 @@ class OpenCLDevice(Device):
     def _launch(self, source: str, name: str, n: int, *args: Any) -> None:
         """Run a 1-D kernel over ``n`` items (rounded up to the work-group size)."""
         knl = self.programs.kernel(source, name)
-        knl(self.queue, (_round_up(n, _WG),), (_WG,), *args)
+        wg = self._group_size(knl)
+        knl(self.queue, (_round_up(n, wg),), (wg,), *args)
+
+    def _group_size(self, knl: Any) -> int:
+        """Largest power of two <= _WG the device allows for this kernel."""
+        import pyopencl as cl
+
+        limit = knl.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.cl_device)
+        return min(_WG, 1 << (int(limit).bit_length() - 1))
 
     # ---- dispatch --------------------------------------------------------------------------
 
@@ -164,18 +172,14 @@ class OpenCLDevice(Device):
         n = out.size
         if n == 0:
             return out
-        modes = "".join(
-            "s" if x.size == 1 else "f" if x.size == n else "g" for x in inputs
-        )
+        modes = "".join("s" if x.size == 1 else "f" if x.size == n else "g" for x in inputs)
         strided = [k for k, m in enumerate(modes) if m == "g"]
         meta: list[int] = [0]
         if strided:
             bst = [_broadcast_strides(spec.in_shapes[k], spec.shape) for k in strided]
             shape, sts = _collapse(spec.shape, *bst)
             meta = [len(shape), *shape, *(s for st in sts for s in st)]
-        source = src.elementwise_source(
-            spec.op, tuple(spec.in_dtypes), spec.dtype, modes, self.fp64
-        )
+        source = src.elementwise_source(spec.op, tuple(spec.in_dtypes), spec.dtype, modes, self.fp64)
         self._launch(
             source, "ew", n, out.data, *(x.data for x in inputs),
             self._meta(meta).data, np.int64(n),
@@ -285,21 +289,50 @@ class OpenCLDevice(Device):
     # ---- reductions ------------------------------------------------------------------------
 
     def _reduce(self, spec: OpSpec, x: Any) -> Any:
-        op, shape = spec.op, spec.in_shapes[0]
+        op, shape, dtype = spec.op, spec.in_shapes[0], spec.in_dtypes[0]
         axes = tuple(spec.attrs["axes"])
         kept = [d for d in range(len(shape)) if d not in axes]
         m = math.prod(shape[d] for d in kept)
         k = math.prod(shape[d] for d in axes)
-        dtype = spec.in_dtypes[0]
         if m == 0:
             return self.empty(spec.shape, spec.dtype)
-        if k == 0:  # only sum/prod reach here; NumPy gives the identity
+        if k == 0:  # only sum/prod get here; NumPy gives the identity
             return self._full(spec.shape, spec.dtype, 1 if op == "prod" else 0)
-        if axes != tuple(range(len(shape) - len(axes), len(shape))):
-            x = self._permuted(x, shape, kept + list(axes))  # reduced axes last, contiguous
+        arg = op.startswith("arg")
         source = src.reduce_source(op, dtype, self.fp64)
-        vals, idx = self._reduce_rows(source, x, None, m, k, dtype, op.startswith("arg"))
-        return (idx if op.startswith("arg") else vals).reshape(spec.shape)
+        # View the input as (a, k, b); reduce in place when the reduced axes are adjacent and
+        # there are enough (a, b) columns to keep the device busy, else move them last.
+        adjacent = axes == tuple(range(axes[0], axes[-1] + 1))
+        a, b = math.prod(shape[: axes[0]]), math.prod(shape[axes[-1] + 1 :])
+        if not adjacent or (b > 1 and a * b < max(256, 64 * self.compute_units)):
+            x = self._permuted(x, shape, kept + list(axes))
+            a, b = m, 1
+        if b > 1:
+            vals, idx = self._reduce_cols(source, x, None, a, k, b, dtype, arg)
+        else:
+            vals, idx = self._reduce_rows(source, x, None, m, k, dtype, arg)
+        return (idx if arg else vals).reshape(spec.shape)
+
+    @property
+    def _unused(self) -> Any:
+        """A tiny buffer passed for kernel arguments a variant ignores (e.g. indices of a sum)."""
+        if self._dummy is None:
+            self._dummy = self._meta([])
+        return self._dummy
+
+    def _reduce_cols(
+        self, source: str, x: Any, x_idx: Any, a: int, k: int, b: int, dtype: np.dtype, arg: bool
+    ) -> tuple[Any, Any]:
+        """Reduce a contiguous (a, k, b) array over k, one work-item per (a, b)."""
+        vals = self.empty((a * b,), dtype)
+        idx = self.empty((a * b,), _I64) if arg else self._unused
+        in_idx = x_idx.data if x_idx is not None else self._unused.data
+        self._launch(
+            source, "reduce_cols", a * b, vals.data, idx.data, x.data, in_idx,
+            np.int32(x_idx is not None), np.int64(a), np.int64(k), np.int64(b),
+            np.int32(self._cpu and b > 1),
+        )  # fmt: skip
+        return vals, idx
 
     def _reduce_rows(
         self, source: str, x: Any, x_idx: Any, m: int, k: int, dtype: np.dtype, arg: bool
@@ -307,19 +340,10 @@ class OpenCLDevice(Device):
         """Reduce a contiguous (m, k) array (with per-element indices for a second arg pass)."""
         import pyopencl as cl
 
-        if self._dummy is None:
-            self._dummy = self._meta([])
-        has_idx = np.int32(x_idx is not None)
-        in_idx = x_idx.data if x_idx is not None else self._dummy.data
         if k <= _SERIAL_ROWS:
-            vals = self.empty((m,), dtype)
-            idx = self.empty((m,), _I64) if arg else self._dummy
-            self._launch(
-                source, "reduce_serial", m, vals.data, idx.data, x.data, in_idx,
-                has_idx, np.int64(m), np.int64(k),
-            )  # fmt: skip
-            return vals, idx
-        wg = min(_WG, 1 << (k - 1).bit_length())
+            return self._reduce_cols(source, x, x_idx, m, k, 1, dtype, arg)
+        knl = self.programs.kernel(source, "reduce_group")
+        wg = min(self._group_size(knl), 1 << (k - 1).bit_length())
         # Enough groups to fill the device: long rows are split into `parts` chunks.
         target = 16 * self.compute_units
         parts = 1
@@ -328,12 +352,12 @@ class OpenCLDevice(Device):
         chunk = -(-k // parts)
         parts = -(-k // chunk)
         vals = self.empty((m * parts,), dtype)
-        idx = self.empty((m * parts,), _I64) if arg else self._dummy
-        knl = self.programs.kernel(source, "reduce_group")
+        idx = self.empty((m * parts,), _I64) if arg else self._unused
+        in_idx = x_idx.data if x_idx is not None else self._unused.data
         knl(
             self.queue, (m * parts * wg,), (wg,),
-            vals.data, idx.data, x.data, in_idx, has_idx,
-            np.int64(k), np.int64(parts), np.int64(chunk),
+            vals.data, idx.data, x.data, in_idx, np.int32(x_idx is not None),
+            np.int64(k), np.int64(parts), np.int64(chunk), np.int32(self._cpu),
             cl.LocalMemory(wg * dtype.itemsize), cl.LocalMemory(wg * 8),
         )  # fmt: skip
         if parts == 1:

@@ -174,7 +174,6 @@ def reduce_source(op: str, dtype: np.dtype, fp64: bool) -> str:
         uns_t=u,
         is_float=int(kind == "f"),
         is_arg=int(op.startswith("arg")),
-        kahan=int(op == "sum" and kind == "f"),
         ident=f"(T)({ident})",
         combine=cf if kind == "f" else cb if kind == "b" else ci,
         cmp=">" if op == "argmax" else "<",
@@ -197,11 +196,9 @@ def copy_source(itemsize: int) -> str:
 
 
 def fill_source(out_dtype: np.dtype, calc_dtype: np.dtype, fp64: bool) -> str:
-    conv = "start + (C)i * step"
-    if np.dtype(out_dtype).kind == "b":
-        conv = f"(uchar)(({conv}) != 0)"
-    else:
-        conv = f"(O)({conv})"
+    value = "start + (C)i * step"
+    is_bool = np.dtype(out_dtype).kind == "b"
+    conv = f"(uchar)(({value}) != 0)" if is_bool else f"(O)({value})"
     return render(
         "fill",
         header=FP64_PRAGMA if fp64 else "",

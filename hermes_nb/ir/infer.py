@@ -46,7 +46,12 @@ def normalize_axes(op: str, axis: int | Sequence[int] | None, ndim: int) -> tupl
     """Sorted, non-negative, unique axes; ``None`` means all of them."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if isinstance(axis, (list, tuple)):
+        axes = tuple(axis)
+    elif isinstance(axis, int):
+        axes = (axis,)
+    else:
+        raise TypeError(f"{op}: axis must be None, an int or a tuple of ints, got {axis!r}")
     normalized = [normalize_axis(op, a, ndim) for a in axes]
     if len(set(normalized)) != len(normalized):
         raise ValueError(f"{op}: repeated axis in {tuple(axes)}")
@@ -67,7 +72,13 @@ def matmul_shape(a: Shape, b: Shape) -> Shape:
             f"({a[-1]} != {b[-2]}; the last axis of the first operand must equal "
             f"the second-to-last of the second)"
         )
-    batch = broadcast_shapes("matmul", a[:-2], b[:-2])
+    try:
+        batch = broadcast_shapes("matmul", a[:-2], b[:-2])
+    except ValueError:
+        raise ValueError(
+            f"matmul: batch dimensions of {fmt(a)} @ {fmt(b)} cannot be broadcast together "
+            f"({fmt(a[:-2])} vs {fmt(b[:-2])}; sizes must match or be 1)"
+        ) from None
     return (*batch, a[-2], b[-1])
 
 

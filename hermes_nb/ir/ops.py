@@ -25,6 +25,7 @@ class Kind(Enum):
     MOVEMENT = "movement"
     MATMUL = "matmul"
     STENCIL = "stencil"
+    FUSED = "fused"
 
 
 # op name -> (kind, arity or None for variadic, one-line description)
@@ -90,6 +91,8 @@ OPS: dict[str, tuple[Kind, int | None, str]] = {
     "matmul": (Kind.MATMUL, 2, "batched matrix product over the last two axes"),
     # stencils
     "conv2d": (Kind.STENCIL, 1, "2-D correlation over the last two axes (attrs: weights, border)"),
+    # made by the compiler
+    "fused_elementwise": (Kind.FUSED, None, "a straight-line elementwise program (attrs: program)"),
 }
 
 ELEMENTWISE_UNARY = frozenset(n for n, (k, a, _) in OPS.items() if k is Kind.ELEMENTWISE and a == 1)

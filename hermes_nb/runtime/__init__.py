@@ -40,7 +40,10 @@ def _debug_level() -> int:
 
 def execute(outputs: Sequence[Node]) -> list[Resident]:
     """Run the graph behind ``outputs`` once and return their values."""
-    graph, keys = lower(list(outputs))
+    from hermes_nb.compiler import optimize
+    from hermes_nb.context import current_options
+
+    graph, keys = lower(optimize(list(outputs), fuse=current_options().fuse))
     if _debug_level() >= 2:
         for key, task in graph.items():
             spec = task[1] if isinstance(task, tuple) else None

@@ -37,6 +37,14 @@ __kernel void conv2d(__global T* restrict out, __global const T* restrict in,
     if (x >= W || y >= H) return;
     in += b * H * W;
     T acc = (T)0;
+    const int ry = kh / 2, rx = kw / 2;
+    if (y >= ry && y + ry < H && x >= rx && x + rx < W) {  // interior: no border mapping
+        __global const T* p = in + (y - ry) * W + (x - rx);
+        for (int i = 0; i < kh; ++i, p += W)
+            for (int j = 0; j < kw; ++j) acc += w[i * kw + j] * p[j];
+        out[(b * H + y) * W + x] = acc;
+        return;
+    }
     for (int i = 0; i < kh; ++i) {
         const long yy = border(y + i - kh / 2, H, mode);
         if (yy < 0) continue;

@@ -33,9 +33,10 @@ inline T h_rem(T a, T b) {
     }
     return mod;
 }
-inline T h_max(T a, T b) { return (a >= b || isnan(a)) ? a : b; }
-inline T h_min(T a, T b) { return (a <= b || isnan(a)) ? a : b; }
-inline T h_relu(T a) { return (a >= (T)0 || isnan(a)) ? a : (T)0; }
+// NaN-propagating; on ties (0.0 vs -0.0) the second operand wins, as in NumPy on x86.
+inline T h_max(T a, T b) { return (a > b || isnan(a)) ? a : b; }
+inline T h_min(T a, T b) { return (a < b || isnan(a)) ? a : b; }
+inline T h_relu(T a) { return (a > (T)0 || isnan(a)) ? a : (T)0; }
 inline T h_sigmoid(T a) { return (T)1 / ((T)1 + exp(-a)); }
 #else
 // Integers: wrap on overflow like NumPy (do the arithmetic unsigned, where C defines it),

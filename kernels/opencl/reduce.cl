@@ -1,7 +1,9 @@
-// Row reductions of a contiguous (M, K) array: sum, prod, max, min, argmax, argmin.
-// reduce_group: one work-group per (row, part) with a local-memory tree; `parts` > 1
-//   splits long rows over several groups (the host then reduces the (M, parts) partials).
-// reduce_serial: one work-item per row, for short rows.
+// Reductions of a contiguous (A, K, B) array over K: sum, prod, max, min, argmax, argmin.
+// reduce_group: B == 1; one work-group per (row, part) with a local-memory tree; `parts` > 1
+//   splits long rows over several groups (the host then reduces the (A, parts) partials).
+//   Work-items take contiguous runs on CPUs (`contig`), interleaved elements on GPUs.
+// reduce_cols: one work-item per (a, b) walks the K axis with stride B (no transpose needed);
+//   with B == 1 it is the serial kernel for short rows.
 // Arg reductions carry (value, index) pairs; index -1 marks "no element yet"; when
 // has_idx != 0 the input indices come from in_idx (the second pass over partials).
 ${header}
@@ -9,7 +11,6 @@ ${header}
 #define U ${uns_t}
 #define IS_FLOAT ${is_float}
 #define IS_ARG ${is_arg}
-#define KAHAN ${kahan}
 #define IDENT ${ident}
 
 inline T combine(T a, T b) { return ${combine}; }
@@ -29,48 +30,74 @@ inline int better(T va, long ia, T vb, long ib) {
 }
 #endif
 
-// Accumulate src[k] for k in [lo, hi) with stride `step` into *acc (and *ix for arg ops).
+// Fold elements i0, i0 + di, ... < i1 of the row (element i at src[i * stride]) into
+// *acc (and *ix, the winning index, for arg ops).
+// `sync` (uniform over the work-group, with equal trip counts) puts a barrier in the loop so
+// that PoCL runs its work-item loop inside it: neighbouring columns are then read together.
 inline void accumulate(__global const T* src, __global const long* src_idx, const int has_idx,
-                       long lo, long hi, long step, T* acc, long* ix)
+                       long i0, const long i1, const long di, const long stride, T* acc, long* ix,
+                       const int sync)
 {
 #if IS_ARG
     T v = *acc; long j = *ix;
-    for (long k = lo; k < hi; k += step) {
-        const T x = src[k];
-        const long jx = has_idx ? src_idx[k] : k;
-        if (better(v, j, x, jx)) { v = x; j = jx; }
+    if (has_idx) {
+        for (long i = i0; i < i1; i += di) {
+            const T x = src[i * stride];
+            const long jx = src_idx[i * stride];
+            if (better(v, j, x, jx)) { v = x; j = jx; }
+        }
+    } else if (i0 < i1) {
+        // A plain scan: indices only grow, so a tie keeps the element already held.
+        if (j < 0) { v = src[i0 * stride]; j = i0; }
+        for (long i = i0 + di; i < i1; i += di) {
+            const T x = src[i * stride];
+#if IS_FLOAT
+            if (!isnan(v) && (x ${cmp} v || isnan(x))) { v = x; j = i; }
+#else
+            if (x ${cmp} v) { v = x; j = i; }
+#endif
+            if (sync) barrier(CLK_LOCAL_MEM_FENCE);
+        }
     }
     *acc = v; *ix = j;
-#elif KAHAN
-    // Compensated float sum; the compensation is dropped once the sum is not finite
-    // (inf - inf would turn an infinite sum into NaN).
-    T s = *acc, c = (T)0;
-    for (long k = lo; k < hi; k += step) {
-        const T y = src[k] - c;
-        const T t = s + y;
-        c = isfinite(t) ? (t - s) - y : (T)0;
-        s = t;
-    }
-    *acc = s;
 #else
-    T s = *acc;
-    for (long k = lo; k < hi; k += step) s = combine(s, src[k]);
-    *acc = s;
+    // Eight independent accumulators: shorter dependency chains (speed) and shorter serial
+    // runs (float accuracy), like NumPy's pairwise blocks.
+    T a0 = *acc, a1 = IDENT, a2 = IDENT, a3 = IDENT, a4 = IDENT, a5 = IDENT, a6 = IDENT, a7 = IDENT;
+    const long s = di * stride;
+    __global const T* p = src + i0 * stride;
+    for (; i0 + 7 * di < i1; i0 += 8 * di, p += 8 * s) {
+        a0 = combine(a0, p[0]);     a1 = combine(a1, p[s]);
+        a2 = combine(a2, p[2 * s]); a3 = combine(a3, p[3 * s]);
+        a4 = combine(a4, p[4 * s]); a5 = combine(a5, p[5 * s]);
+        a6 = combine(a6, p[6 * s]); a7 = combine(a7, p[7 * s]);
+        if (sync) barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (; i0 < i1; i0 += di, p += s) a0 = combine(a0, p[0]);
+    *acc = combine(combine(combine(a0, a1), combine(a2, a3)),
+                   combine(combine(a4, a5), combine(a6, a7)));
 #endif
 }
 
 __kernel void reduce_group(__global T* restrict out, __global long* restrict out_idx,
                            __global const T* restrict in, __global const long* restrict in_idx,
                            const int has_idx, const long K, const long parts, const long chunk,
-                           __local T* lv, __local long* li)
+                           const int contig, __local T* lv, __local long* li)
 {
     const long g = (long)get_group_id(0);
     const long row = g / parts, p = g % parts;
     const int lid = (int)get_local_id(0), wg = (int)get_local_size(0);
     const long lo = p * chunk, hi = min(K, lo + chunk);
     T acc = IDENT; long ix = -1;
-    accumulate(in + row * K, in_idx + (has_idx ? row * K : 0), has_idx, lo + lid, hi, wg,
-               &acc, &ix);
+    __global const T* src = in + row * K;
+    __global const long* src_idx = in_idx + (has_idx ? row * K : 0);
+    if (contig) {
+        const long run = (hi - lo + wg - 1) / wg;
+        const long i0 = lo + lid * run;
+        accumulate(src, src_idx, has_idx, i0, min(hi, i0 + run), 1, 1, &acc, &ix, 0);
+    } else {
+        accumulate(src, src_idx, has_idx, lo + lid, hi, wg, 1, &acc, &ix, 0);
+    }
     lv[lid] = acc;
 #if IS_ARG
     li[lid] = ix;
@@ -97,16 +124,20 @@ __kernel void reduce_group(__global T* restrict out, __global long* restrict out
     }
 }
 
-__kernel void reduce_serial(__global T* restrict out, __global long* restrict out_idx,
-                            __global const T* restrict in, __global const long* restrict in_idx,
-                            const int has_idx, const long M, const long K)
+__kernel void reduce_cols(__global T* restrict out, __global long* restrict out_idx,
+                          __global const T* restrict in, __global const long* restrict in_idx,
+                          const int has_idx, const long A, const long K, const long B,
+                          const int sync)
 {
-    const long row = (long)get_global_id(0);
-    if (row >= M) return;
+    const long g = (long)get_global_id(0);
+    const int live = g < A * B;  // with sync, idle work-items still walk (column 0) in step
+    if (!live && !sync) return;
+    const long start = live ? (g / B) * K * B + g % B : 0;
     T acc = IDENT; long ix = -1;
-    accumulate(in + row * K, in_idx + (has_idx ? row * K : 0), has_idx, 0, K, 1, &acc, &ix);
-    out[row] = acc;
+    accumulate(in + start, in_idx + (has_idx ? start : 0), has_idx, 0, K, 1, B, &acc, &ix, sync);
+    if (!live) return;
+    out[g] = acc;
 #if IS_ARG
-    out_idx[row] = ix;
+    out_idx[g] = ix;
 #endif
 }

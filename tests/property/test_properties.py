@@ -78,10 +78,20 @@ def broadcastable(num: int):
 # --------------------------------------------------------------------------- helpers
 
 
-def on(device, fn, *arrays_in):
-    """Build ``fn`` on tensors from ``arrays_in`` pinned to ``device``; return NumPy."""
+def on(data, device, fn, *arrays_in):
+    """Build ``fn`` on tensors from ``arrays_in`` pinned to ``device``; return NumPy.
+
+    Inputs are drawn either as host constants (``hm.asarray``) or as values already
+    resident on the device (``hm.asarray(...)`` computed first). Small work on host
+    constants may be constant-folded; work on resident values must run on the device.
+    """
+    resident = data.draw(st.booleans(), label="resident inputs")
     with hm.device(device):
         tensors = [hm.asarray(a) for a in arrays_in]
+    if resident and tensors:
+        tensors = list(hm.compute(*tensors))
+        assert all(t.device == device.id for t in tensors)
+    with hm.device(device):
         out = fn(*tensors)
     assert isinstance(out, hm.Tensor)
     assert out.device == device.id
@@ -135,6 +145,7 @@ def needs_fp64(*dtypes: np.dtype) -> bool:
 @pytest.mark.parametrize(
     ("name", "ref"),
     [("add", np.add), ("multiply", np.multiply), ("maximum", np.maximum)],
+    ids=["add", "multiply", "maximum"],
 )
 @SETTINGS
 @given(data=st.data())
@@ -146,7 +157,7 @@ def test_binary_elementwise_broadcasting(device, name, ref, data) -> None:
     a = data.draw(arrays(d1, s1), label="a")
     b = data.draw(arrays(d2, s2), label="b")
     expected = reference(ref, a, b)
-    actual = on(device, getattr(hm, name), a, b)
+    actual = on(data, device, getattr(hm, name), a, b)
     # IEEE add/multiply/max are exactly rounded: keep the tolerance tight
     check(actual, expected)
 
@@ -164,7 +175,7 @@ def test_operators_with_python_scalars(device, op, data) -> None:
         "*": (lambda x: x * scalar, lambda x: scalar * x),
     }
     for fn in fns[op]:
-        check(on(device, fn, a), reference(fn, a))
+        check(on(data, device, fn, a), reference(fn, a))
 
 
 @SETTINGS
@@ -173,7 +184,7 @@ def test_exp(device, data) -> None:
     dtype = data.draw(st.sampled_from([F32, F64, I32] if device.fp64 else [F32]), label="dtype")
     a = data.draw(arrays(dtype, data.draw(shapes(), label="shape"), bound=80.0), label="a")
     expected = reference(np.exp, a)
-    check(on(device, hm.exp, a), expected, rtol=1e-5 if expected.dtype == F32 else 1e-12)
+    check(on(data, device, hm.exp, a), expected, rtol=1e-5 if expected.dtype == F32 else 1e-12)
 
 
 @SETTINGS
@@ -184,7 +195,7 @@ def test_where(device, data) -> None:
     cond = data.draw(arrays(BOOL, sc), label="cond")
     x1 = data.draw(arrays(dtype, s1), label="x1")
     x2 = data.draw(arrays(dtype, s2), label="x2")
-    check(on(device, hm.where, cond, x1, x2), reference(np.where, cond, x1, x2))
+    check(on(data, device, hm.where, cond, x1, x2), reference(np.where, cond, x1, x2))
 
 
 @SETTINGS
@@ -200,7 +211,7 @@ def test_chained_elementwise(device, data) -> None:
     def nfn(x, y):
         return np.maximum((x + y) * np.float32(2.0) - np.abs(y), x)
 
-    check(on(device, hfn, a, b), reference(nfn, a, b), rtol=1e-5, atol=1e-5)
+    check(on(data, device, hfn, a, b), reference(nfn, a, b), rtol=1e-5, atol=1e-5)
 
 
 # --------------------------------------------------------------------------- reductions
@@ -233,7 +244,7 @@ def test_sum(device, data) -> None:
     axis = data.draw(axes_for(len(shape)), label="axis")
     keepdims = data.draw(st.booleans(), label="keepdims")
     expected = reference(lambda x: np.sum(x, axis=axis, keepdims=keepdims), a)
-    actual = on(device, lambda x: hm.sum(x, axis=axis, keepdims=keepdims), a)
+    actual = on(data, device, lambda x: hm.sum(x, axis=axis, keepdims=keepdims), a)
     if dtype.kind == "f":
         # summation order differs from NumPy's pairwise sum: allow n * eps * max|x|
         finite = np.abs(a[np.isfinite(a)])
@@ -265,7 +276,7 @@ def test_max(device, method, data) -> None:
             build(hm.asarray(a))
         return
     expected = reference(lambda x: np.max(x, axis=axis, keepdims=keepdims), a)
-    check(on(device, build, a), expected, rtol=0)
+    check(on(data, device, build, a), expected, rtol=0)
 
 
 # --------------------------------------------------------------------------- movement
@@ -282,7 +293,7 @@ def test_basic_indexing(device, data) -> None:
         label="index",
     )
     expected = np.asarray(a[index])
-    check(on(device, lambda x: x[index], a), expected, rtol=0)
+    check(on(data, device, lambda x: x[index], a), expected, rtol=0)
 
 
 @SETTINGS
@@ -294,7 +305,7 @@ def test_slice_of_slice_then_arithmetic(device, data) -> None:
     s1 = np.asarray(a[i1]).shape
     i2 = data.draw(hnp.basic_indices(s1, allow_newaxis=True, allow_ellipsis=True))
     expected = reference(lambda x: np.asarray(x[i1])[i2] * np.float32(3.0), a)
-    check(on(device, lambda x: x[i1][i2] * 3.0, a), expected)
+    check(on(data, device, lambda x: x[i1][i2] * 3.0, a), expected)
 
 
 @SETTINGS
@@ -304,9 +315,9 @@ def test_transpose_and_permute(device, data) -> None:
     shape = data.draw(shapes(max_dims=4), label="shape")
     a = data.draw(arrays(dtype, shape), label="a")
     perm = tuple(data.draw(st.permutations(range(len(shape))), label="perm"))
-    check(on(device, lambda x: x.T, a), a.T, rtol=0)
-    check(on(device, lambda x: hm.permute_dims(x, perm), a), np.transpose(a, perm), rtol=0)
-    check(on(device, lambda x: hm.transpose(x), a), np.transpose(a), rtol=0)
+    check(on(data, device, lambda x: x.T, a), a.T, rtol=0)
+    check(on(data, device, lambda x: hm.permute_dims(x, perm), a), np.transpose(a, perm), rtol=0)
+    check(on(data, device, lambda x: hm.transpose(x), a), np.transpose(a), rtol=0)
 
 
 @SETTINGS
@@ -315,7 +326,7 @@ def test_transpose_then_reduce(device, data) -> None:
     shape = data.draw(shapes(min_dims=2, max_dims=3).filter(lambda s: 0 not in s), label="shape")
     a = data.draw(arrays(I32, shape), label="a")
     expected = reference(lambda x: x.T.max(axis=0) + x.T[::-1].sum(axis=-1, keepdims=True), a)
-    actual = on(device, lambda x: x.T.max(axis=0) + x.T[::-1].sum(axis=-1, keepdims=True), a)
+    actual = on(data, device, lambda x: x.T.max(axis=0) + x.T[::-1].sum(axis=-1, keepdims=True), a)
     check(actual, expected)
 
 

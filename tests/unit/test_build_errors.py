@@ -296,13 +296,20 @@ def test_unknown_device_message_lists_every_available_id() -> None:
         assert dev.id in str(info.value)
 
 
-def test_float64_pinned_to_device_without_fp64() -> None:
+def test_float64_pinned_to_device_without_fp64(monkeypatch: pytest.MonkeyPatch) -> None:
     no_fp64 = [d for d in hm.devices() if not d.fp64]
-    if not no_fp64:
-        pytest.skip("every device here supports float64")
-    dev = no_fp64[0]
-    with raises(ValueError, dev.id), hm.device(dev):
+    if no_fp64:
+        dev = no_fp64[0]
+    else:  # every device here has fp64: pretend the last one lacks it
+        dev = hm.devices()[-1]
+        monkeypatch.setattr(dev, "fp64", False)
+    x32 = hm.ones((2, 2), dtype="float32")
+    with raises(ValueError, dev.id, "float64"), hm.device(dev):
         hm.ones((2, 2), dtype="float64") + 1.0
+    with raises(ValueError, dev.id, "float64"), hm.device(dev):
+        x32 + hm.ones((2, 2), dtype="float64")  # promotion to float64 on that device
+    with hm.device(dev):
+        assert (x32 * 2.0).dtype == np.float32  # float32 work is fine
 
 
 # --------------------------------------------------------------------------- dtypes

@@ -31,6 +31,20 @@ def executions(monkeypatch: pytest.MonkeyPatch) -> Counter:
     return calls
 
 
+@pytest.fixture
+def executions_by_device(monkeypatch: pytest.MonkeyPatch) -> Counter:
+    """Count ``Device.execute`` calls per device id."""
+    calls: Counter = Counter()
+    for dev in hm.devices():
+
+        def counting(spec, inputs, _original=dev.execute, _id=dev.id):
+            calls[_id] += 1
+            return _original(spec, inputs)
+
+        monkeypatch.setattr(dev, "execute", counting)
+    return calls
+
+
 def n_ops(calls: Counter) -> int:
     return sum(v for k, v in calls.items() if isinstance(k, str))
 
@@ -108,8 +122,7 @@ def test_no_execution_before_compute(executions: Counter) -> None:
     x = hm.asarray(np.arange(12, dtype=np.float32).reshape(3, 4))
     y = hm.exp(x * 0.1) + x.sum(axis=0)
     z = hm.gaussian_blur(y, kernel_size=3) @ x.T
-    _ = (repr(z), z.shape, z.dtype, z.ndim, z.size, z.device)
-    z.explain()
+    _ = (repr(z), str(z), z.shape, z.dtype, z.ndim, z.size, z.device, z.T, z[0])
     assert n_ops(executions) == 0
     result = z.numpy()
     assert n_ops(executions) > 0
@@ -122,6 +135,8 @@ def test_explain_does_not_execute(executions: Counter) -> None:
     pipe.explain()
     pipe(x).explain()
     (x @ x).explain()
+    # small elementwise/movement work on constants: explain() describes it, never runs it
+    (hm.exp(x * 0.1).T + 1.0).explain()
     assert n_ops(executions) == 0
 
 
@@ -158,6 +173,18 @@ def test_compute_of_several_does_less_work_than_separately(executions: Counter) 
     hm.compute(a, b)
     together = n_ops(executions)
     assert together < separately
+
+
+@pytest.mark.skipif(not any(d.id == "opencl:0" for d in hm.devices()), reason="no opencl:0 device")
+def test_pinned_ops_run_on_the_pinned_device(executions_by_device: Counter) -> None:
+    """``with hm.device("opencl:0")`` pins every op built inside, however small its input."""
+    src = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    with hm.device("opencl:0"):
+        y = hm.exp(hm.asarray(src) * 0.5).T + 1.0
+    assert y.device == "opencl:0"
+    np.testing.assert_allclose(y.numpy(), np.exp(src * 0.5).T + 1.0, rtol=1e-5)
+    assert executions_by_device["opencl:0"] >= 1
+    assert executions_by_device["cpu:0"] == 0, "ops pinned to opencl:0 ran on cpu:0"
 
 
 # --------------------------------------------------------------------------- shape/dtype inference

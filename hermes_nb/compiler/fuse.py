@@ -1,0 +1,118 @@
+"""Elementwise fusion: each maximal tree of elementwise ops on one device becomes one
+``fused_elementwise`` node holding a :class:`Program`.
+
+A node joins its readers' kernel when every reader is in that kernel, it is not a
+requested output, and it runs on the same device. Scalar constants become literals.
+"""
+
+from __future__ import annotations
+
+from hermes_nb.compiler.program import Instr, Program
+from hermes_nb.compiler.rewrite import rebuild, users
+from hermes_nb.ir.node import Node, toposort
+from hermes_nb.ir.ops import FLOAT_FUNCTIONS, Kind, kind_of
+
+
+def _elementwise(node: Node) -> bool:
+    if kind_of(node.op) is not Kind.ELEMENTWISE or node.op == "to_device":
+        return False
+    from hermes_nb.devices import get_device
+
+    # unpinned nodes run on cpu:0 until a scheduler places them
+    return "fused_elementwise" in get_device(node.device or "cpu:0").fused_ops
+
+
+def _literal(node: Node) -> bool:
+    return node.op == "constant" and node.ndim == 0
+
+
+def _groups(outputs: list[Node]) -> dict[int, int]:
+    """Node id -> id of the root (last node) of the kernel it belongs to."""
+    readers = users(outputs)
+    requested = {id(o) for o in outputs}
+    root_of: dict[int, int] = {}
+    for node in reversed(toposort(outputs)):
+        if not _elementwise(node):
+            continue
+        root_of[id(node)] = id(node)
+        reading = readers.get(id(node), [])
+        if id(node) in requested or not reading:
+            continue
+        roots = {root_of.get(id(r)) for r in reading}
+        if len(roots) != 1 or None in roots or any(r.device != node.device for r in reading):
+            continue
+        # recomputing a transcendental per broadcast element costs more than a store
+        if node.op in FLOAT_FUNCTIONS and any(r.size != node.size for r in reading):
+            continue
+        root_of[id(node)] = roots.pop()  # type: ignore[assignment]
+    return root_of
+
+
+def _program(root: Node, members: set[int]) -> tuple[Program, list[Node]]:
+    externals: list[Node] = []
+    consts: list[tuple[bool | int | float, str]] = []
+    instrs: list[Instr] = []
+    value_of: dict[int, tuple[str, int]] = {}
+    order = [n for n in toposort([root]) if id(n) in members]
+
+    def ref(node: Node) -> tuple[str, int]:
+        if id(node) in value_of:
+            return value_of[id(node)]
+        if _literal(node):
+            consts.append((node.attrs["value"].item(), node.dtype.name))
+            value_of[id(node)] = ("c", len(consts) - 1)
+        else:
+            externals.append(node)
+            value_of[id(node)] = ("in", len(externals) - 1)
+        return value_of[id(node)]
+
+    for node in order:
+        args = tuple(ref(i) for i in node.inputs)
+        instrs.append(Instr(node.op, args, node.dtype.name))  # type: ignore[arg-type]
+        value_of[id(node)] = ("v", len(instrs) - 1)
+
+    def number(r: tuple[str, int]) -> int:
+        kind, i = r
+        return i if kind == "in" else len(externals) + i if kind == "c" else \
+            len(externals) + len(consts) + i
+
+    final = tuple(Instr(i.op, tuple(number(a) for a in i.args), i.dtype)  # type: ignore[arg-type]
+                  for i in instrs)
+    program = Program(tuple(n.dtype.name for n in externals), tuple(consts), final,
+                      (len(externals) + len(consts) + len(instrs) - 1,))
+    return program, externals
+
+
+def fuse_elementwise(outputs: list[Node]) -> list[Node]:
+    root_of = _groups(outputs)
+    members: dict[int, set[int]] = {}
+    for node_id, root in root_of.items():
+        members.setdefault(root, set()).add(node_id)
+
+    def replace(node: Node, inputs: tuple[Node, ...]) -> Node | None:
+        group = members.get(id(node))
+        if group is None:
+            return None
+        literal_inputs = any(_literal(i) for i in node.inputs)
+        if len(group) == 1 and not literal_inputs:
+            return None
+        program, externals = _program(node, group)
+        new_inputs = tuple(_new(e) for e in externals)
+        return Node("fused_elementwise", new_inputs, node.shape, node.dtype,
+                    {"program": program}, node.device)
+
+    mapped: dict[int, Node] = {}
+
+    def _new(old: Node) -> Node:
+        return mapped[id(old)]
+
+    def tracking(node: Node, inputs: tuple[Node, ...]) -> Node | None:
+        result = replace(node, inputs)
+        if result is None:
+            same = all(a is b for a, b in zip(inputs, node.inputs))
+            result = node if same else Node(node.op, inputs, node.shape, node.dtype, node.attrs,
+                                            node.device)
+        mapped[id(node)] = result
+        return result
+
+    return rebuild(outputs, tracking)
