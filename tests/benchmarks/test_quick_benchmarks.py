@@ -1,0 +1,32 @@
+"""The benchmark command runs end to end in quick mode and every candidate's result
+matches the reference (speed is reported by the benchmark, never asserted here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.timeout(600)
+def test_benchmarks_quick_mode(tmp_path):
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.run", "--quick", "--repeats", "1", "--json", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads(out.read_text())
+    workloads = {r["workload"] for r in results}
+    assert workloads == {"W1", "W2", "W3", "W4"}
+    hermes = [r for r in results if r["candidate"].startswith("hermes ")]
+    assert {r["candidate"] for r in hermes} >= {"hermes cpu:0"}
+    for r in results:
+        assert r["max_error"] <= 1e-3, r
+        assert r["median_s"] > 0 and r["ratio"] > 0
+    assert "WRONG RESULT" not in proc.stdout
