@@ -6,7 +6,7 @@ import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hermes_nb.ir.node import toposort
+from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import Kind, kind_of
 
 if TYPE_CHECKING:
@@ -67,6 +67,24 @@ class Plan:
         )
 
 
+def kernel_source(node: Node, device: str) -> str | None:
+    """The generated source of a fused kernel on ``device``'s kind (None for library calls)."""
+    if node.op != "fused_elementwise":
+        return None
+    program = node.attrs["program"]
+    kind = device.split(":")[0]
+    if kind == "cpu":
+        try:
+            from hermes_nb.codegen import numba_cpu
+        except ImportError:
+            return None
+        shapes = [tuple(i.shape) for i in node.inputs]
+        return numba_cpu.render(program, numba_cpu.plan(node.shape, shapes)[0])
+    from hermes_nb.codegen.c_source import render_source
+
+    return render_source(program, kind)
+
+
 def explain(tensor: Tensor) -> Plan:
     from hermes_nb.compiler import optimize
     from hermes_nb.context import current_options
@@ -81,7 +99,7 @@ def explain(tensor: Tensor) -> Plan:
         moved = node.nbytes + sum(i.nbytes for i in node.inputs)
         ops = node.attrs["program"].ops if node.op == "fused_elementwise" else (node.op,)
         kernels.append(Kernel(
-            name=node.key, ops=ops, device=device, reason=_REASONS[why],
+            name=node.key, ops=ops, source=kernel_source(node, device), device=device, reason=_REASONS[why],
             inputs=tuple(i.key for i in node.inputs), shape=node.shape, dtype=node.dtype.name,
             bytes_moved=moved,
         ))

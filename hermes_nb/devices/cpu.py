@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -41,4 +42,28 @@ class CPUDevice(Device):
         return np.asarray(buffer)
 
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        if spec.op == "fused_elementwise" and _size(spec.shape) >= JIT_MIN_ELEMENTS:
+            jit = _numba_codegen()
+            if jit is not None and jit.supports(spec.attrs["program"]):
+                return jit.run_elementwise(spec.attrs["program"], inputs, spec.shape, spec.dtype)
         return self._ops.run(spec, inputs)
+
+
+# A new fused kernel costs Numba ~1.5 s to compile (then it is cached on disk); below
+# this size NumPy evaluates the program faster than the compile pays back.
+JIT_MIN_ELEMENTS = int(os.environ.get("HERMES_JIT_MIN_ELEMENTS", 1 << 16))
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+@functools.cache
+def _numba_codegen() -> Any:
+    """The Numba code generator, imported on first use (importing numba takes ~0.6 s);
+    ``None`` when numba is missing, so fused kernels fall back to NumPy."""
+    try:
+        from hermes_nb.codegen import numba_cpu
+    except ImportError:
+        return None
+    return numba_cpu

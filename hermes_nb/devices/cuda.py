@@ -60,7 +60,22 @@ class CUDADevice(Device):
 
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         with self._device:
+            if spec.op == "fused_elementwise":
+                return self._fused(spec, inputs)
             return self._ops.run(spec, inputs)
+
+    def _fused(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        """One generated CUDA kernel (``codegen.c_source``) for the whole program; CuPy's
+        ElementwiseKernel broadcasts the inputs to the output's shape."""
+        from hermes_nb.codegen.c_source import cuda_elementwise_kernel
+
+        program = spec.attrs["program"]
+        if not program.n_inputs:  # all literals (0-d): nothing for a kernel to broadcast over
+            return self._ops.run(spec, inputs)
+        out = self._cupy.empty(spec.shape, dtype=spec.dtype)
+        if out.size:
+            cuda_elementwise_kernel(program)(*inputs, out)
+        return out
 
     def synchronize(self) -> None:
         with self._device:

@@ -77,6 +77,11 @@ def _collapse(shape: Sequence[int], *strides: Sequence[int]) -> tuple[list[int],
     return out_shape, per_operand
 
 
+def _vector_width(native: int) -> int:
+    """A vector width fused kernels may use: 4, 8 or 16, else 0 (no vector form)."""
+    return min(native, 16) if native >= 4 and native & (native - 1) == 0 else 0
+
+
 def _broadcast_strides(in_shape: Sequence[int], out_shape: Sequence[int]) -> list[int]:
     """Strides (elements) reading a contiguous ``in_shape`` array broadcast to ``out_shape``."""
     pad = len(out_shape) - len(in_shape)
@@ -86,6 +91,7 @@ def _broadcast_strides(in_shape: Sequence[int], out_shape: Sequence[int]) -> lis
 
 class OpenCLDevice(Device):
     kind = "opencl"
+    fused_ops = frozenset({"fused_elementwise"})
 
     def __init__(self, index: int, cl_device: Any) -> None:
         import pyopencl as cl
@@ -107,6 +113,12 @@ class OpenCLDevice(Device):
         self._dummy: Any = None
         # CPUs want each work-item on a contiguous run; GPUs want neighbours on neighbours.
         self._cpu = bool(cl_device.type & cl.device_type.CPU)
+        # Vector width of fused float kernels: the device's native one (AVX-512 PoCL: 16
+        # floats, 8 doubles). Below 4 (GPUs) scalar code is already vectorised across items.
+        self._vector_width = {
+            "float32": _vector_width(int(cl_device.native_vector_width_float)),
+            "float64": _vector_width(int(cl_device.native_vector_width_double)),
+        }
 
     # ---- memory --------------------------------------------------------------------------
 
@@ -167,11 +179,10 @@ class OpenCLDevice(Device):
 
     # ---- elementwise -----------------------------------------------------------------------
 
-    def _elementwise(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        out = self.empty(spec.shape, spec.dtype)
-        n = out.size
-        if n == 0:
-            return out
+    @staticmethod
+    def _broadcast_layout(spec: OpSpec, inputs: Sequence[Any], n: int) -> tuple[str, list[int]]:
+        """Per input ``s`` (one element), ``f`` (full size) or ``g`` (strided), and the meta
+        (collapsed output shape, then each strided input's strides) the ``g`` ones need."""
         modes = "".join("s" if x.size == 1 else "f" if x.size == n else "g" for x in inputs)
         strided = [k for k, m in enumerate(modes) if m == "g"]
         meta: list[int] = [0]
@@ -179,11 +190,52 @@ class OpenCLDevice(Device):
             bst = [_broadcast_strides(spec.in_shapes[k], spec.shape) for k in strided]
             shape, sts = _collapse(spec.shape, *bst)
             meta = [len(shape), *shape, *(s for st in sts for s in st)]
+        return modes, meta
+
+    def _elementwise(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        out = self.empty(spec.shape, spec.dtype)
+        n = out.size
+        if n == 0:
+            return out
+        modes, meta = self._broadcast_layout(spec, inputs, n)
         source = src.elementwise_source(spec.op, tuple(spec.in_dtypes), spec.dtype, modes, self.fp64)
         self._launch(
             source, "ew", n, out.data, *(x.data for x in inputs),
             self._meta(meta).data, np.int64(n),
         )  # fmt: skip
+        return out
+
+    def _op_fused_elementwise(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        from hermes_nb.codegen import c_source
+
+        program = spec.attrs["program"]
+        if not self.fp64 and any(i.dtype == "float64" for i in program.instrs):
+            raise TypeError(f"fused_elementwise: device {self.id} ({self.name}) has no float64")
+        out = self.empty(spec.shape, spec.dtype)
+        n = out.size
+        if n == 0:
+            return out
+        modes, meta = self._broadcast_layout(spec, inputs, n)
+        # PoCL vectorises exp & co. only on vector types: contiguous float programs run
+        # `width` elements per work-item.
+        flt = c_source.vector_dtype(program)
+        width = self._vector_width[flt] if flt is not None and "g" not in modes else 0
+        if n < width:
+            width = 0
+        vector = width > 0
+        source = c_source.opencl_source(program, modes, width, self.fp64)
+        args = [out.data, *(x.data for x in inputs),
+                (self._meta(meta) if "g" in modes else self._unused).data]
+        done = 0
+        if vector:
+            n_vec = n // width
+            self._launch(source, "fused_vec", n_vec, *args, np.int64(n_vec))
+            done = n_vec * width
+        if done < n:  # everything, or the tail after fused_vec
+            knl = self.programs.kernel(source, "fused")
+            wg = self._group_size(knl)
+            knl(self.queue, (_round_up(n - done, wg),), (wg,), *args, np.int64(n),
+                global_offset=(done,))
         return out
 
     # ---- sources ---------------------------------------------------------------------------

@@ -43,7 +43,10 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
     from hermes_nb.compiler import optimize
     from hermes_nb.context import current_options
 
-    graph, keys = lower(optimize(list(outputs), fuse=current_options().fuse))
+    optimized = optimize(list(outputs), fuse=current_options().fuse)
+    if _debug_level() >= 4:
+        _print_sources(optimized)
+    graph, keys = lower(optimized)
     if _debug_level() >= 2:
         for key, task in graph.items():
             spec = task[1] if isinstance(task, tuple) else None
@@ -57,6 +60,17 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
         # thread per device lets tasks on different devices overlap
         results = dask.threaded.get(graph, keys, num_workers=max(2, len(devices())))
     return list(results)
+
+
+def _print_sources(outputs: list[Node]) -> None:
+    from hermes_nb.ir.node import toposort
+    from hermes_nb.plan import kernel_source
+
+    for node in toposort(outputs):
+        device, _ = placement(node)
+        source = kernel_source(node, device)
+        if source is not None:
+            print(f"hermes: source of {node.key} on {device}:\n{source}", file=sys.stderr)
 
 
 def compute(*tensors: Tensor) -> tuple[Tensor, ...]:

@@ -37,7 +37,10 @@ inline T h_rem(T a, T b) {
 inline T h_max(T a, T b) { return (a > b || isnan(a)) ? a : b; }
 inline T h_min(T a, T b) { return (a < b || isnan(a)) ? a : b; }
 inline T h_relu(T a) { return (a > (T)0 || isnan(a)) ? a : (T)0; }
-inline T h_sigmoid(T a) { return (T)1 / ((T)1 + exp(-a)); }
+// NOTE: PoCL's scalar exp/tanh return finite numbers for NaN; guard them
+inline T h_sigmoid(T a) { return isnan(a) ? a : (T)1 / ((T)1 + exp(-a)); }
+inline T h_exp(T a) { return isnan(a) ? a : exp(a); }
+inline T h_tanh(T a) { return isnan(a) ? a : tanh(a); }
 #else
 // Integers: wrap on overflow like NumPy (do the arithmetic unsigned, where C defines it),
 // and never divide by 0 or compute MIN / -1 (both trap on x86).

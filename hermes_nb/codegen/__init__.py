@@ -1,0 +1,1 @@
+"""Device code generators: render a fused elementwise :class:`Program` as native kernels."""

@@ -1,0 +1,573 @@
+"""C-family code generation for fused elementwise programs: OpenCL C and CUDA C++.
+
+A :class:`~hermes_nb.compiler.program.Program` becomes one inline function
+``hfused(x0, x1, ...)`` returning the output value, plus the helpers it needs; the
+device wraps it in a kernel (OpenCL: ``kernels/opencl/fused_elementwise.cl``; CUDA: a
+``cupy.ElementwiseKernel`` whose body is ``y = hfused(x0, ...)``). The dialects share
+the op table and helper bodies and differ in a few class attributes (type names,
+function qualifier, float math suffix, literal spellings), in the spirit of tinygrad's
+``cstyle.py``.
+
+Semantics follow the NumPy interpreter ``ArrayOps._fused_elementwise``: each
+instruction computes in its input dtype and converts to its own dtype; integers wrap;
+integer ``//`` and ``%`` by 0 give 0; ``maximum``/``minimum``/``relu`` propagate NaN;
+``round`` is half to even; bools are bytes holding 0 or 1. Floating-point contraction
+(a*b+c -> fma) is switched off so results round like NumPy's separate ops.
+
+OpenCL additionally gets ``hfused_vec``: the same program on ``floatN``/``doubleN``
+vectors (bools as ``-1/0`` masks, ``select`` for branches), for contiguous inputs of a
+single float dtype. PoCL vectorises ``exp`` & co. only on vector types, so this is the
+fast path on CPUs.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hermes_nb.compiler.program import Instr, Program
+from hermes_nb.ir.ops import COMPARISONS, FLOAT_FUNCTIONS
+
+__all__ = [
+    "CUDA_OPTIONS",
+    "VECTOR_WIDTH",
+    "CUDARenderer",
+    "OpenCLRenderer",
+    "cuda_elementwise_kernel",
+    "cuda_elementwise_parts",
+    "cuda_kernel_source",
+    "opencl_source",
+    "render_source",
+    "vector_dtype",
+    "vectorizable",
+]
+
+VECTOR_WIDTH = 8  # default OpenCL vector width; devices pass their native one
+
+# ---------------------------------------------------------------------------------------------
+# Scalar op forms. Placeholders: {a} {b} {c} operands, {T} operand C type, {U} its unsigned
+# twin, {s} dtype name (helper suffix); ``@name(`` is a math function the dialect may rename
+# (CUDA: expf for float32). Operands are always variable names or literals, so repeating one
+# in a form costs nothing.
+
+_WRAP = "({T})(({U}){a} {op} ({U}){b})"  # integers wrap like NumPy: unsigned arithmetic
+
+FLOAT_FORMS: dict[str, str] = {
+    "negative": "(-{a})",
+    "abs": "@fabs({a})",
+    # NOTE: PoCL's scalar exp/tanh return finite numbers for NaN; guard them
+    "exp": "(isnan({a}) ? {a} : @exp({a}))",
+    "log": "@log({a})",
+    "sqrt": "@sqrt({a})",
+    "sin": "@sin({a})",
+    "cos": "@cos({a})",
+    "tanh": "(isnan({a}) ? {a} : @tanh({a}))",
+    "sigmoid": "(isnan({a}) ? {a} : ({T})1 / (({T})1 + @exp(-{a})))",
+    "relu": "(({a} > ({T})0 || isnan({a})) ? {a} : ({T})0)",
+    "floor": "@floor({a})",
+    "ceil": "@ceil({a})",
+    "round": "@rint({a})",  # rint rounds half to even, like np.round
+    "logical_not": "({a} == ({T})0)",
+    "astype": "{a}",
+    "add": "({a} + {b})",
+    "subtract": "({a} - {b})",
+    "multiply": "({a} * {b})",
+    "divide": "({a} / {b})",
+    "floor_divide": "h_floordiv_{s}({a}, {b})",
+    "remainder": "h_rem_{s}({a}, {b})",
+    "pow": "@pow({a}, {b})",
+    # NaN-propagating; on ties (0.0 vs -0.0) the second operand wins, as in NumPy on x86
+    "maximum": "(({a} > {b} || isnan({a})) ? {a} : {b})",
+    "minimum": "(({a} < {b} || isnan({a})) ? {a} : {b})",
+    "hypot": "@hypot({a}, {b})",
+}
+INT_FORMS: dict[str, str] = {
+    "negative": "({T})(({U})0 - ({U}){a})",
+    "abs": "({a} < ({T})0 ? ({T})(({U})0 - ({U}){a}) : {a})",
+    "relu": "({a} > ({T})0 ? {a} : ({T})0)",
+    "floor": "{a}",
+    "ceil": "{a}",
+    "round": "{a}",
+    "logical_not": "({a} == ({T})0)",
+    "astype": "{a}",
+    "add": _WRAP.replace("{op}", "+"),
+    "subtract": _WRAP.replace("{op}", "-"),
+    "multiply": _WRAP.replace("{op}", "*"),
+    "floor_divide": "h_floordiv_{s}({a}, {b})",
+    "remainder": "h_rem_{s}({a}, {b})",
+    "pow": "h_pow_{s}({a}, {b})",
+    "maximum": "({a} >= {b} ? {a} : {b})",
+    "minimum": "({a} <= {b} ? {a} : {b})",
+}
+# NumPy's bool arithmetic: + is or, * is and, max/min are or/and.
+BOOL_FORMS: dict[str, str] = {
+    **INT_FORMS,
+    "negative": "{a}",
+    "abs": "{a}",
+    "relu": "{a}",
+    "add": "({a} | {b})",
+    "subtract": "({a} ^ {b})",
+    "multiply": "({a} & {b})",
+    "floor_divide": "({a} & {b})",
+    "remainder": "({T})0",
+    "pow": "({a} | !{b})",
+    "maximum": "({a} | {b})",
+    "minimum": "({a} & {b})",
+}
+_SHARED = {  # same form for every operand dtype
+    "equal": "({a} == {b})",
+    "not_equal": "({a} != {b})",
+    "less": "({a} < {b})",
+    "less_equal": "({a} <= {b})",
+    "greater": "({a} > {b})",
+    "greater_equal": "({a} >= {b})",
+    "logical_and": "({a} && {b})",
+    "logical_or": "({a} || {b})",
+    "where": "({a} ? {b} : {c})",
+}
+for _forms in (FLOAT_FORMS, INT_FORMS, BOOL_FORMS):
+    _forms.update(_SHARED)
+
+# Helpers, rendered once per dtype that needs them ({Q} is the dialect's qualifier).
+FLOAT_HELPERS = {
+    # Python/NumPy floor division and modulo (npy_divmod): the sign follows the divisor.
+    "floor_divide": """\
+{Q} {T} h_floordiv_{s}({T} a, {T} b) {{
+    if (b == ({T})0) return a / b;
+    {T} mod = @fmod(a, b);
+    {T} div = (a - mod) / b;
+    if (mod != ({T})0 && ((b < ({T})0) != (mod < ({T})0))) div -= ({T})1;
+    if (div == ({T})0) return @copysign(({T})0, a / b);
+    {T} fl = @floor(div);
+    if (div - fl > ({T})0.5) fl += ({T})1;
+    return fl;
+}}""",
+    "remainder": """\
+{Q} {T} h_rem_{s}({T} a, {T} b) {{
+    {T} mod = @fmod(a, b);
+    if (b == ({T})0) return mod;
+    if (mod != ({T})0) {{
+        if ((b < ({T})0) != (mod < ({T})0)) mod += b;
+    }} else {{
+        mod = @copysign(({T})0, b);
+    }}
+    return mod;
+}}""",
+}
+INT_HELPERS = {
+    # never divide by 0 or compute MIN / -1 (both trap on x86); NumPy gives 0 / wraps
+    "floor_divide": """\
+{Q} {T} h_floordiv_{s}({T} a, {T} b) {{
+    if (b == ({T})0) return ({T})0;
+    if (b == ({T})-1) return ({T})(({U})0 - ({U})a);
+    {T} q = a / b;
+    if ((a % b != ({T})0) && ((a < ({T})0) != (b < ({T})0))) q -= ({T})1;
+    return q;
+}}""",
+    "remainder": """\
+{Q} {T} h_rem_{s}({T} a, {T} b) {{
+    if (b == ({T})0 || b == ({T})-1) return ({T})0;
+    {T} r = a % b;
+    if (r != ({T})0 && ((r < ({T})0) != (b < ({T})0))) r += b;
+    return r;
+}}""",
+    "pow": """\
+{Q} {T} h_pow_{s}({T} a, {T} b) {{
+    if (b < ({T})0) {{  // NumPy raises; give the exact result where it is an integer
+        if (a == ({T})1) return ({T})1;
+        if (a == ({T})-1) return (b & ({T})1) ? ({T})-1 : ({T})1;
+        return ({T})0;
+    }}
+    {U} r = 1, base = ({U})a;
+    while (b) {{
+        if (b & ({T})1) r *= base;
+        base *= base;
+        b >>= 1;
+    }}
+    return ({T})r;
+}}""",
+}
+
+# Vector forms (OpenCL only): {V} value vector type, {F} its scalar type, {M} mask vector
+# type. Bool values are masks (-1 true, 0 false), what vector comparisons return.
+VECTOR_FLOAT_FORMS: dict[str, str] = {
+    **{op: FLOAT_FORMS[op].replace("@", "").replace("{T}", "{F}") for op in (
+        "negative", "abs", "log", "sqrt", "sin", "cos", "floor",
+        "ceil", "round", "add", "subtract", "multiply", "divide", "pow", "hypot",
+    )},
+    # vector exp/tanh handle NaN (only PoCL's scalar forms need the guard)
+    "exp": "exp({a})",
+    "tanh": "tanh({a})",
+    "sigmoid": "(({F})1 / (({F})1 + exp(-{a})))",
+    "relu": "select(({V})(({F})0), {a}, ({a} > ({F})0) | isnan({a}))",
+    "maximum": "select({b}, {a}, ({a} > {b}) | isnan({a}))",
+    "minimum": "select({b}, {a}, ({a} < {b}) | isnan({a}))",
+    **{op: _SHARED[op] for op in COMPARISONS},
+    "logical_not": "({a} == ({F})0)",
+    "where": "select({c}, {b}, {a})",
+}
+VECTOR_MASK_FORMS: dict[str, str] = {  # ops on bool (mask) operands
+    "equal": "({a} == {b})",
+    "not_equal": "({a} != {b})",
+    "logical_and": "({a} & {b})",
+    "logical_or": "({a} | {b})",
+    "logical_not": "(~{a})",
+    "where": "select({c}, {b}, {a})",
+}
+
+
+def _squares(program: Program, instr: Instr) -> bool:
+    """``instr`` is a float ``x ** 2.0`` with a literal exponent."""
+    if instr.op != "pow" or instr.dtype not in ("float32", "float64"):
+        return False
+    k = instr.args[1] - program.n_inputs
+    return 0 <= k < len(program.consts) and program.consts[k][0] == 2.0
+
+
+class CStyleRenderer:
+    """Renders a :class:`Program` as C; subclasses set the dialect's attributes."""
+
+    dialect: ClassVar[str]
+    types: ClassVar[dict[str, tuple[str, str]]]  # dtype -> (C type, unsigned twin)
+    qualifier: ClassVar[str]  # for helpers and hfused
+    float32_suffix: ClassVar[str] = ""  # appended to @math names for float32
+    int64_suffix: ClassVar[str]
+    infinity: ClassVar[dict[str, str]]
+    nan: ClassVar[dict[str, str]]
+
+    # ---- names and literals ---------------------------------------------------------------
+
+    def ctype(self, dtype: str) -> str:
+        return self.types[dtype][0]
+
+    def math(self, text: str, dtype: str) -> str:
+        suffix = self.float32_suffix if dtype == "float32" else ""
+        return re.sub(r"@(\w+)\(", lambda m: f"{m.group(1)}{suffix}(", text)
+
+    def literal(self, value: bool | int | float, dtype: str) -> str:
+        if dtype == "bool":
+            return f"(({self.ctype(dtype)}){int(bool(value))})"
+        if dtype in ("int32", "int64"):
+            v = int(value)
+            suffix = self.int64_suffix if dtype == "int64" else ""
+            # -MIN is not a literal; write MIN as (-MAX - 1)
+            text = f"({v + 1}{suffix} - 1)" if v < -(2**31 - 1) else f"{v}{suffix}"
+            return f"(({self.ctype(dtype)}){text})"
+        v = float(value)
+        if math.isnan(v):
+            return self.nan[dtype]
+        if math.isinf(v):
+            return self.infinity[dtype] if v > 0 else f"(-{self.infinity[dtype]})"
+        return f"(({self.ctype(dtype)}){v.hex()}{'f' if dtype == 'float32' else ''})"
+
+    # ---- the program as a function ----------------------------------------------------------
+
+    def expression(self, instr: Instr, args: list[str], in_dtype: str) -> str:
+        """``instr`` on operand names ``args`` (of ``in_dtype``), before conversion."""
+        op = instr.op
+        if (op in FLOAT_FUNCTIONS or op == "divide") and in_dtype not in ("float32", "float64"):
+            # NumPy computes these in float64 for integer/bool operands (the tensor layer
+            # casts first, so this only guards hand-built programs)
+            args = [f"((double){a})" for a in args]
+            in_dtype = "float64"
+        kind = np.dtype(in_dtype).kind
+        forms = FLOAT_FORMS if kind == "f" else BOOL_FORMS if kind == "b" else INT_FORMS
+        t, u = self.types[in_dtype]
+        names = dict(zip("abc", args))
+        return self.math(forms[op].format(T=t, U=u, s=in_dtype, **names), in_dtype)
+
+    def convert(self, expr: str, dtype: str) -> str:
+        if dtype == "bool":
+            return f"({self.ctype(dtype)})(({expr}) != 0)"  # bools are always 0/1
+        return f"({self.ctype(dtype)})({expr})"
+
+    def helpers(self, program: Program) -> list[str]:
+        needed: dict[tuple[str, str], None] = {}
+        for instr in program.instrs:
+            dt = program.dtype_of(instr.args[0]) if instr.args else instr.dtype
+            needed[(instr.op, dt)] = None
+        out = []
+        for op, dt in needed:
+            table = FLOAT_HELPERS if dt in ("float32", "float64") else (
+                INT_HELPERS if dt in ("int32", "int64") else {})
+            if op in table:
+                t, u = self.types[dt]
+                out.append(self.math(table[op].format(Q=self.qualifier, T=t, U=u, s=dt), dt))
+        return out
+
+    def function(self, program: Program, name: str = "hfused") -> str:
+        """``name(x0, x1, ...)``: the program's output value from its input values."""
+        names = [f"x{k}" for k in range(program.n_inputs)]
+        names += [self.literal(v, d) for v, d in program.consts]
+        params = ", ".join(f"{self.ctype(d)} x{k}" for k, d in enumerate(program.input_dtypes))
+        lines = []
+        for instr in program.instrs:
+            value = len(names)
+            in_dtype = program.dtype_of(instr.args[1 if instr.op == "where" else 0])
+            if _squares(program, instr):  # x**2: exact and cheap (pow may be 1 ulp off)
+                expr = f"({names[instr.args[0]]} * {names[instr.args[0]]})"
+            else:
+                expr = self.expression(instr, [names[a] for a in instr.args], in_dtype)
+            ctype = self.ctype(instr.dtype)
+            lines.append(f"    const {ctype} v{value} = {self.convert(expr, instr.dtype)};")
+            names.append(f"v{value}")
+        out = program.outputs[0]
+        result = names[out]
+        out_dtype = program.dtype_of(out)
+        if out < program.n_inputs + len(program.consts):
+            result = self.convert(result, out_dtype)
+        body = "\n".join([*lines, f"    return {result};"])
+        return f"{self.qualifier} {self.ctype(out_dtype)} {name}({params or 'void'}) {{\n{body}\n}}"
+
+    def functions(self, program: Program) -> str:
+        return "\n\n".join([*self.helpers(program), self.function(program)])
+
+
+class OpenCLRenderer(CStyleRenderer):
+    dialect = "opencl"
+    types: ClassVar[dict[str, tuple[str, str]]] = {
+        "bool": ("uchar", "uchar"),
+        "int32": ("int", "uint"),
+        "int64": ("long", "ulong"),
+        "float32": ("float", "uint"),
+        "float64": ("double", "ulong"),
+    }
+    qualifier = "inline"
+    int64_suffix = "L"
+    infinity: ClassVar[dict[str, str]] = {"float32": "INFINITY", "float64": "((double)INFINITY)"}
+    nan: ClassVar[dict[str, str]] = {"float32": "NAN", "float64": "((double)NAN)"}
+
+    # ---- vector form -----------------------------------------------------------------------
+
+    @staticmethod
+    def vector_float(program: Program) -> str | None:
+        """The one float dtype of a vectorisable program, else None."""
+        dtypes = {program.dtype_of(v) for v in range(program.n_inputs + len(program.consts))}
+        dtypes |= {i.dtype for i in program.instrs}
+        floats = dtypes - {"bool"}
+        if len(floats) != 1 or not floats <= {"float32", "float64"}:
+            return None
+        (f,) = floats
+        for instr in program.instrs:
+            in_dtype = program.dtype_of(instr.args[1 if instr.op == "where" else 0])
+            if instr.op == "astype":
+                continue  # bool <-> float and float -> same float are all expressible
+            if instr.op == "where":
+                if program.dtype_of(instr.args[0]) != "bool":
+                    return None
+                continue
+            table = VECTOR_FLOAT_FORMS if in_dtype == f else VECTOR_MASK_FORMS
+            if instr.op not in table:
+                return None
+            # bool-typed results of float ops other than comparisons would need 0/1 arithmetic
+            if in_dtype == f and instr.dtype == "bool" and instr.op not in COMPARISONS \
+                    and instr.op != "logical_not":
+                return None
+        return f
+
+    def vector_function(self, program: Program, width: int, name: str = "hfused_vec") -> str:
+        """``name`` on ``width``-wide vectors; bool inputs and the bool output are uchar
+        vectors of 0/1 (as stored), bool values inside are masks."""
+        f = self.vector_float(program)
+        assert f is not None, "program is not vectorisable"
+        fs = self.ctype(f)
+        mask = ("int" if f == "float32" else "long") + str(width)
+        vec = f"{fs}{width}"
+        byte = f"uchar{width}"
+
+        def vtype(dtype: str) -> str:
+            return mask if dtype == "bool" else vec
+
+        params, lines = [], []
+        names: list[str] = []
+        for k, d in enumerate(program.input_dtypes):
+            if d == "bool":  # stored 0/1 bytes -> mask
+                params.append(f"{byte} b{k}")
+                lines.append(f"    const {mask} x{k} = (convert_{mask}(b{k}) != ({mask})0);")
+            else:
+                params.append(f"{vec} x{k}")
+            names.append(f"x{k}")
+        for v, d in program.consts:
+            names.append(f"(({mask})({-int(bool(v))}))" if d == "bool"
+                         else f"(({vec}){self.literal(v, d)})")
+        for instr in program.instrs:
+            value = len(names)
+            args = [names[a] for a in instr.args]
+            in_dtype = program.dtype_of(instr.args[1 if instr.op == "where" else 0])
+            if instr.op == "astype":
+                if in_dtype == instr.dtype:
+                    expr = args[0]
+                elif instr.dtype == "bool":
+                    expr = f"({args[0]} != ({fs})0)"
+                else:
+                    expr = f"select(({vec})(({fs})0), ({vec})(({fs})1), {args[0]})"
+            elif _squares(program, instr):
+                expr = f"({args[0]} * {args[0]})"
+            else:
+                table = VECTOR_FLOAT_FORMS if in_dtype == f else VECTOR_MASK_FORMS
+                expr = table[instr.op].format(V=vec, F=fs, M=mask, **dict(zip("abc", args)))
+            lines.append(f"    const {vtype(instr.dtype)} v{value} = {expr};")
+            names.append(f"v{value}")
+        out_dtype = program.dtype_of(program.outputs[0])
+        result = names[program.outputs[0]]
+        if out_dtype == "bool":
+            result = f"convert_{byte}({result} & ({mask})1)"
+        lines.append(f"    return {result};")
+        ret = byte if out_dtype == "bool" else vec
+        body = "\n".join(lines)
+        return f"inline {ret} {name}({', '.join(params) or 'void'}) {{\n{body}\n}}"
+
+
+class CUDARenderer(CStyleRenderer):
+    dialect = "cuda"
+    types: ClassVar[dict[str, tuple[str, str]]] = {
+        "bool": ("unsigned char", "unsigned char"),
+        "int32": ("int", "unsigned int"),
+        "int64": ("long long", "unsigned long long"),
+        "float32": ("float", "unsigned int"),
+        "float64": ("double", "unsigned long long"),
+    }
+    qualifier = "__device__ __forceinline__"
+    float32_suffix = "f"  # expf, not exp: no silent float -> double promotion
+    int64_suffix = "LL"
+    infinity: ClassVar[dict[str, str]] = {"float32": "__int_as_float(0x7f800000)",
+                "float64": "__longlong_as_double(0x7ff0000000000000LL)"}
+    nan: ClassVar[dict[str, str]] = {"float32": "__int_as_float(0x7fc00000)",
+           "float64": "__longlong_as_double(0x7ff8000000000000LL)"}
+
+
+OPENCL = OpenCLRenderer()
+CUDA = CUDARenderer()
+
+# ---------------------------------------------------------------------------------------------
+# Whole sources
+
+
+@functools.lru_cache(maxsize=1024)
+def vector_dtype(program: Program) -> str | None:
+    """The float dtype the OpenCL vector form computes ``program`` in; None if it cannot."""
+    return OpenCLRenderer.vector_float(program)
+
+
+def vectorizable(program: Program) -> bool:
+    """Whether the OpenCL vector form (``hfused_vec``) can express ``program``."""
+    return vector_dtype(program) is not None
+
+
+@functools.lru_cache(maxsize=512)
+def opencl_source(program: Program, modes: str, width: int, fp64: bool) -> str:
+    """The OpenCL program for one variant: ``modes`` has one letter per input, ``f`` (full
+    size, read at i), ``s`` (one element, read at 0) or ``g`` (strided, offsets from
+    ``meta``). Kernel ``fused(out, in0.., meta, n)`` does one element per work-item;
+    with a vector ``width`` (2, 4, 8 or 16; 0 for none; only for f/s inputs and
+    :func:`vectorizable` programs) ``fused_vec(out, in0.., meta, n_vec)`` also exists and
+    does elements ``[0, n_vec * width)``, ``width`` per work-item."""
+    from hermes_nb.devices import opencl_kernels as ocl
+
+    r = OPENCL
+    w = width
+    vector = width > 0
+    strided = [k for k, m in enumerate(modes) if m == "g"]
+    index = []
+    if strided:
+        index.append("    const int nd = (int)meta[0];")
+        index.append("    long rem = i" + "".join(f", o{k} = 0" for k in strided) + ";")
+        index.append("    for (int d = nd - 1; d >= 0; --d) {")
+        index.append("        const long c = rem % meta[1 + d];")
+        index.append("        rem /= meta[1 + d];")
+        for pos, k in enumerate(strided):
+            index.append(f"        o{k} += c * meta[1 + {pos + 1} * nd + d];")
+        index.append("    }")
+    args = " ".join(f"__global const {r.ctype(d)}* restrict in{k},"
+                    for k, d in enumerate(program.input_dtypes))
+
+    def loads(at: str) -> str:
+        return ", ".join(f"in{k}[{ {'f': at, 's': '0', 'g': f'o{k}'}[m] }]"
+                         for k, m in enumerate(modes))
+
+    functions = r.functions(program)
+    vloads = ""
+    if vector:
+        assert "g" not in modes
+        functions += "\n\n" + r.vector_function(program, w)
+        vloads = ", ".join(
+            f"vload{w}(0, in{k} + i)" if m == "f"
+            else f"(({r.ctype(d)}{w})(in{k}[0]))"
+            for k, (m, d) in enumerate(zip(modes, program.input_dtypes)))
+    fp64_used = fp64 and "float64" in _dtypes(program)
+    return ocl.render(
+        "fused_elementwise",
+        header=ocl.FP64_PRAGMA if fp64_used else "",
+        vector=int(vector),
+        width=w,
+        functions=functions,
+        out_t=r.ctype(program.dtype_of(program.outputs[0])),
+        args=args,
+        index="\n".join(index),
+        loads=loads("i"),
+        vloads=vloads,
+    )
+
+
+def _dtypes(program: Program) -> set[str]:
+    return {*program.input_dtypes, *(d for _, d in program.consts),
+            *(i.dtype for i in program.instrs)}
+
+
+@functools.lru_cache(maxsize=512)
+def cuda_kernel_source(program: Program, name: str = "hermes_fused") -> str:
+    """A standalone ``extern "C" __global__`` CUDA kernel over contiguous same-size inputs:
+    ``name(out, in0, ..., n)``. Its body is the ``hfused`` CuPy's ElementwiseKernel gets."""
+    r = CUDA
+    params = ", ".join([
+        f"{r.ctype(program.dtype_of(program.outputs[0]))}* __restrict__ out",
+        *(f"const {r.ctype(d)}* __restrict__ in{k}" for k, d in enumerate(program.input_dtypes)),
+        "long long n",
+    ])
+    call = ", ".join(f"in{k}[i]" for k in range(program.n_inputs))
+    return (
+        f"{r.functions(program)}\n\n"
+        f'extern "C" __global__ void {name}({params}) {{\n'
+        "    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+        f"    if (i < n) out[i] = hfused({call});\n"
+        "}\n"
+    )
+
+
+CUDA_OPTIONS = ("--fmad=false",)  # no a*b+c -> fma: round like NumPy's separate ops
+
+
+def cuda_elementwise_parts(program: Program) -> tuple[str, str, str, str]:
+    """``(in_params, out_params, operation, preamble)`` of the ElementwiseKernel."""
+    in_params = ", ".join(f"{d} x{k}" for k, d in enumerate(program.input_dtypes))
+    out_params = f"{program.dtype_of(program.outputs[0])} y"
+    call = ", ".join(f"x{k}" for k in range(program.n_inputs))
+    return in_params, out_params, f"y = hfused({call});", CUDA.functions(program)
+
+
+@functools.lru_cache(maxsize=512)
+def cuda_elementwise_kernel(program: Program) -> Any:
+    """A ``cupy.ElementwiseKernel`` computing ``program``; call it as ``k(*inputs, out)``
+    (CuPy broadcasts the inputs to ``out``)."""
+    import cupy
+
+    in_params, out_params, operation, preamble = cuda_elementwise_parts(program)
+    return cupy.ElementwiseKernel(
+        in_params, out_params, operation, name="hermes_fused", preamble=preamble,
+        options=CUDA_OPTIONS,
+    )  # fmt: skip
+
+
+def render_source(program: Program, device_kind: str) -> str:
+    """The generated source a device of ``device_kind`` runs for ``program`` (what
+    ``explain()`` shows): OpenCL's general (broadcasting) variant, or CUDA's kernel."""
+    if device_kind == "opencl":
+        width = VECTOR_WIDTH if vectorizable(program) else 0
+        return opencl_source(program, "f" * program.n_inputs, width, True)
+    if device_kind == "cuda":
+        return cuda_kernel_source(program)
+    raise ValueError(f"no C source for device kind {device_kind!r}")

@@ -1,0 +1,662 @@
+"""CPU code generator: a fused elementwise :class:`Program` as a parallel Numba kernel.
+
+API
+---
+``run_elementwise(program, inputs, out_shape, out_dtype) -> np.ndarray``
+    Allocate the output, pick the variant, run. Inputs are NumPy arrays of the
+    program's input dtypes that broadcast to ``out_shape`` (C-contiguous ones
+    are used in place, others are copied).
+``launch(program, inputs, outputs) -> None``
+    The same into preallocated C-contiguous outputs, one per ``program.outputs``
+    (all of one shape; extra outputs let one kernel compute several values).
+``compile_elementwise(program, variant) -> kernel``
+    The compiled Numba dispatcher of one variant; ``plan`` says which variant and
+    which call arguments an input/output shape combination needs.
+``supports(program) -> bool``
+    Whether every instruction has a rendering here (else use the interpreter).
+
+Variants (never specialised on sizes, so at most ``2**n_inputs`` per kind):
+
+``("flat", classes)``: the output and the inputs collapse to one dimension; each
+    input is ``"f"`` (full size, read at ``i``) or ``"s"`` (one element, read once).
+    One ``prange`` loop over the elements, which LLVM vectorises.
+    Call: ``kernel(out0, ..., in0, ...)``, all 1-D.
+``("nd", classes)``: after dropping size-1 dimensions and merging dimensions that
+    every operand walks contiguously, there are ``k >= 2`` dimensions; each input
+    is ``"i"`` (varies along the innermost one, contiguously) or ``"o"``
+    (constant along it). ``prange`` over tasks of consecutive output elements,
+    walked row segment by row segment; values that depend on ``"o"`` inputs only
+    are computed once per segment.
+    Call: ``kernel(out0, ..., shape, strides, in0, ...)`` with ``shape`` uint64[k]
+    and ``strides`` uint64[n_inputs, k] in elements (0 along broadcast dimensions).
+
+Semantics follow NumPy (the ``array_backend`` interpreter): IEEE NaN/Inf, no
+fast-math flags; integer ``//`` and ``%`` by 0 give 0; integers wrap; ``round``
+is half to even; ``maximum``/``minimum``/``relu`` propagate NaN. float32 ``exp``
+(and ``sigmoid``) use a vectorisable polynomial (<= 1.02 ulp, NumPy's own is
+2.5 ulp) because Numba's LLVM has no vector math library; float64 keeps libm.
+
+Kernels are cached in memory per ``(program.signature, variant)`` and on disk:
+the generated source is written to ``<cache>/numba/k_<hash>.py`` and imported
+so that Numba's ``cache=True`` lets a new process skip compilation. ``<cache>``
+is ``$HERMES_NB_CACHE_DIR`` if set, else ``platformdirs.user_cache_dir("hermes_nb")``.
+
+Threading layer: Numba's default ``workqueue`` layer aborts when parallel
+kernels are entered from two threads at once. Hermes calls a device's kernels
+from that device's worker thread, but several devices or user threads may run
+kernels concurrently, so on import we select ``tbb`` if its library loads, else
+``omp`` (both thread-safe; GNU OpenMP is not fork-safe after first use, so use
+``spawn``/``forkserver`` for worker processes), else leave ``workqueue``.
+``NUMBA_THREADING_LAYER`` set by the user wins.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+
+from hermes_nb.compiler.program import Program
+
+__all__ = ["cache_dir", "compile_elementwise", "launch", "plan", "render", "run_elementwise", "supports"]
+
+Variant = tuple[str, tuple[str, ...]]
+
+# output elements per task of the nd kernels: big enough to amortise the per-task
+# index arithmetic, small enough to balance the threads
+_CHUNK = 16384
+
+
+def _choose_threading_layer() -> str:
+    if os.environ.get("NUMBA_THREADING_LAYER") or numba.config.THREADING_LAYER != "default":
+        return str(numba.config.THREADING_LAYER)
+    for layer, module in (("tbb", "tbbpool"), ("omp", "omppool")):
+        try:
+            importlib.import_module(f"numba.np.ufunc.{module}")
+        except (ImportError, OSError):
+            continue
+        numba.config.THREADING_LAYER = layer
+        return layer
+    return "workqueue"
+
+
+THREADING_LAYER = _choose_threading_layer()
+
+
+# ---- LLVM intrinsics the generated code calls ------------------------------------------
+# Numba maps np.floor & co. through its ufunc machinery (slow to type) and has no fma;
+# these lower to single LLVM intrinsics, which the loop vectoriser understands.
+def _float_intrinsic(name: str, llvm_name: str, arity: int) -> Any:
+    def typer(typingctx: Any, *args: Any) -> Any:
+        if not all(isinstance(a, types.Float) and a == args[0] for a in args):
+            return None
+
+        def codegen(context: Any, builder: Any, sig: Any, llargs: Any) -> Any:
+            t = llargs[0].type
+            fn = builder.module.declare_intrinsic(llvm_name, [t], ir.FunctionType(t, [t] * arity))
+            return builder.call(fn, llargs)
+
+        return args[0](*args), codegen
+
+    # numba's @intrinsic needs explicit parameters
+    params = ", ".join(f"a{i}" for i in range(arity))
+    namespace: dict[str, Any] = {"typer": typer}
+    exec(f"def {name}(typingctx, {params}):\n    return typer(typingctx, {params})\n", namespace)
+    return intrinsic(namespace[name])
+
+
+floor_ = _float_intrinsic("floor_", "llvm.floor", 1)
+ceil_ = _float_intrinsic("ceil_", "llvm.ceil", 1)
+rint_ = _float_intrinsic("rint_", "llvm.rint", 1)  # default rounding mode: half to even
+fma_ = _float_intrinsic("fma_", "llvm.fma", 3)
+pow_ = _float_intrinsic("pow_", "llvm.pow", 2)  # C pow, as NumPy's float power
+
+
+@intrinsic
+def pow2_f32_(typingctx: Any, n: Any) -> Any:
+    """2**n as float32 for an integral float32 n in [-126, 127], by building the exponent bits."""
+    if n != types.float32:
+        return None
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        i32 = ir.IntType(32)
+        bits = builder.add(builder.fptosi(args[0], i32), ir.Constant(i32, 127))
+        return builder.bitcast(builder.shl(bits, ir.Constant(i32, 23)), ir.FloatType())
+
+    return types.float32(types.float32), codegen
+
+
+# ---- helpers emitted into the generated source, per dtype ------------------------------
+_HELPERS: dict[str, str] = {
+    # Cephes expf: Cody-Waite reduction, degree-6 polynomial with fma, 2**n in two
+    # factors so that results down to the subnormals round once. <= 1.02 ulp.
+    "exp": '''
+@njit
+def exp_{t}(x):
+    xc = min(max(x, np.float32(-104.0)), np.float32(89.0))
+    fx = floor_(fma_(xc, np.float32(1.44269504088896341), np.float32(0.5)))
+    r = fma_(fx, np.float32(-0.693359375), xc)
+    r = fma_(fx, np.float32(2.12194440e-4), r)
+    p = np.float32(1.9875691500e-4)
+    p = fma_(p, r, np.float32(1.3981999507e-3))
+    p = fma_(p, r, np.float32(8.3334519073e-3))
+    p = fma_(p, r, np.float32(4.1665795894e-2))
+    p = fma_(p, r, np.float32(1.6666665459e-1))
+    p = fma_(p, r, np.float32(5.0000001201e-1))
+    p = fma_(p * r, r, r) + np.float32(1.0)
+    h = floor_(fx * np.float32(0.5))
+    y = p * pow2_f32_(h) * pow2_f32_(fx - h)
+    y = np.float32(np.inf) if x > np.float32(88.72283935546875) else y
+    y = np.float32(0.0) if x < np.float32(-103.972076416) else y
+    return x if x != x else y
+''',
+    # npy_divmod: Python-style floor division and remainder, exactly as NumPy's loops
+    "fdivmod": '''
+@njit
+def fdivmod_{t}(a, b):
+    mod = {T}(np.fmod(a, b))
+    div = {T}((a - mod) / b)
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            mod = {T}(mod + b)
+            div = {T}(div - {T}(1))
+    else:
+        mod = {T}(np.copysign({T}(0), b))
+    if div != 0:
+        floordiv = floor_(div)
+        if div - floordiv > {T}(0.5):
+            floordiv = {T}(floordiv + {T}(1))
+    else:
+        floordiv = {T}(np.copysign({T}(0), a / b))
+    return floordiv, mod
+''',
+    "floor_divide_f": '''
+@njit
+def floor_divide_{t}(a, b):
+    if b == 0:
+        return {T}(a / b)
+    return fdivmod_{t}(a, b)[0]
+''',
+    "remainder_f": '''
+@njit
+def remainder_{t}(a, b):
+    if b == 0:
+        return {T}(np.fmod(a, b))
+    return fdivmod_{t}(a, b)[1]
+''',
+    # NumPy: x // 0 == 0 and MIN // -1 wraps to MIN, where LLVM's sdiv would trap
+    "floor_divide_i": '''
+@njit
+def floor_divide_{t}(a, b):
+    if b == 0:
+        return {T}(0)
+    if b == -1:
+        return {T}(0 - a)
+    return {T}(a // b)
+''',
+    "remainder_i": '''
+@njit
+def remainder_{t}(a, b):
+    if b == 0 or b == -1:
+        return {T}(0)
+    return {T}(a % b)
+''',
+    # square-and-multiply wraps like NumPy's loop; NumPy raises for b < 0 on arrays,
+    # here it is the truncated 1 / a**-b
+    "pow_i": '''
+@njit
+def pow_{t}(a, b):
+    if b < 0:
+        if a == 1:
+            return {T}(1)
+        if a == -1:
+            return {T}(1) if b % 2 == 0 else {T}(-1)
+        return {T}(0)
+    result = {T}(1)
+    base = a
+    while b > 0:
+        if b & 1:
+            result = {T}(result * base)
+        base = {T}(base * base)
+        b >>= 1
+    return result
+''',
+}
+_HELPER_DEPS = {"floor_divide_f": ("fdivmod",), "remainder_f": ("fdivmod",)}
+
+
+def _ctor(dtype: str) -> str:
+    return "np.bool_" if dtype == "bool" else f"np.{dtype}"
+
+
+def _literal(value: bool | int | float, dtype: str) -> str:
+    if dtype == "bool":
+        return f"np.bool_({bool(value)})"
+    if dtype.startswith("int"):
+        return f"np.{dtype}({int(value)})"
+    return f"np.{dtype}(float.fromhex({float(value).hex()!r}))"  # exact, and nan/inf safe
+
+
+class _Emitter:
+    """Renders one instruction as a Python expression over value names."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.helpers: dict[str, str] = {}
+
+    def helper(self, kind: str, dtype: str) -> str:
+        for dep in _HELPER_DEPS.get(kind, ()):
+            self.helper(dep, dtype)
+        # floor_divide_f/_i etc. are float/int flavours of one helper name
+        name = f"{kind[:-2] if kind.endswith(('_f', '_i')) else kind}_{dtype}"
+        self.helpers.setdefault(name, _HELPERS[kind].format(t=dtype, T=_ctor(dtype)))
+        return name
+
+    def const_value(self, value: int) -> bool | int | float | None:
+        k = value - self.program.n_inputs
+        if 0 <= k < len(self.program.consts):
+            return self.program.consts[k][0]
+        return None
+
+    def expr(self, op: str, args: Sequence[str], arg_ids: Sequence[int], dtype: str) -> str:
+        in_dtypes = [self.program.dtype_of(a) for a in arg_ids]
+        src = in_dtypes[0] if in_dtypes else dtype
+        T = _ctor(dtype)
+        a = args[0]
+        b = args[1] if len(args) > 1 else ""
+        is_float = src.startswith("float")
+        is_int = src.startswith("int")
+        is_bool = src == "bool"
+
+        def need(cond: bool) -> None:
+            if not cond:
+                raise NotImplementedError(f"numba codegen: {op} on {','.join(in_dtypes)} -> {dtype}")
+
+        if op == "astype":
+            if dtype == "bool":
+                return a if is_bool else f"({a} != 0)"
+            return f"{T}({a})"
+        if op == "where":
+            cond = a if in_dtypes[0] == "bool" else f"({a} != 0)"
+            return f"{T}({b} if {cond} else {args[2]})" if dtype != "bool" else \
+                f"({b} if {cond} else {args[2]})"
+        if op in _COMPARE:
+            return f"({a} {_COMPARE[op]} {b})"
+        if op in ("logical_and", "logical_or", "logical_not"):
+            x, y = (v if d == "bool" else f"({v} != 0)"
+                    for v, d in zip([*args, ""][:2], [*in_dtypes, "bool"][:2]))
+            return {"logical_and": f"({x} & {y})", "logical_or": f"({x} | {y})",
+                    "logical_not": f"(not {x})"}[op]
+        if is_bool:  # NumPy's bool arithmetic: add/maximum are or, multiply/minimum are and
+            if op in ("add", "maximum"):
+                return f"({a} | {b})"
+            if op in ("multiply", "minimum"):
+                return f"({a} & {b})"
+            need(op in ("abs", "floor", "ceil", "round"))
+            return a
+        need(is_float or is_int)
+        if op in ("floor", "ceil", "round"):
+            return {"floor": f"floor_({a})", "ceil": f"ceil_({a})", "round": f"rint_({a})"}[op] \
+                if is_float else a
+        return f"{T}({self._numeric(op, args, arg_ids, src, is_float)})"
+
+    def _numeric(self, op: str, args: Sequence[str], arg_ids: Sequence[int], dtype: str,
+                 is_float: bool) -> str:
+        a = args[0]
+        b = args[1] if len(args) > 1 else ""
+        T = _ctor(dtype)
+        if op in _ARITH:
+            return f"{a} {_ARITH[op]} {b}"
+        if op == "negative":
+            return f"-{a}"
+        if op == "abs":
+            return f"abs({a})"
+        if op in ("maximum", "minimum"):
+            cmp = ">" if op == "maximum" else "<"
+            # NumPy: NaN in either wins; on ties the second operand (as vmaxps)
+            nan = f" | ({a} != {a})" if is_float else ""
+            return f"{a} if ({a} {cmp} {b}){nan} else {b}"
+        if op == "relu":
+            zero = f"{T}(0)"
+            nan = f" | ({a} != {a})" if is_float else ""
+            return f"{a} if ({a} > {zero}){nan} else {zero}"
+        if op in ("floor_divide", "remainder"):
+            return f"{self.helper(op + ('_f' if is_float else '_i'), dtype)}({a}, {b})"
+        if op == "pow":
+            if self.const_value(arg_ids[1]) == 2:
+                return f"{a} * {a}"  # what NumPy's power does for a scalar 2, and exact
+            return f"pow_({a}, {b})" if is_float else f"{self.helper('pow_i', dtype)}({a}, {b})"
+        if not is_float:
+            raise NotImplementedError(f"numba codegen: {op} on {dtype}")
+        if op == "divide":
+            return f"{a} / {b}"
+        if op == "hypot":
+            return f"math.hypot({a}, {b})"
+        if op in ("exp", "sigmoid"):
+            exp = f"{self.helper('exp', dtype)}" if dtype == "float32" else "math.exp"
+            if op == "exp":
+                return f"{exp}({a})"
+            return f"{T}(1) / ({T}(1) + {exp}(-{a}))"
+        if op in ("log", "sqrt", "sin", "cos", "tanh"):
+            return f"math.{op}({a})"
+        raise NotImplementedError(f"numba codegen: unknown op {op}")
+
+
+_COMPARE = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
+            "greater_equal": ">="}
+_ARITH = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
+
+
+def _codegen_hash() -> str:
+    # generated files import the intrinsics above, so their cache key includes this file
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+_CODEGEN_HASH = _codegen_hash()
+
+
+def render(program: Program, variant: Variant) -> str:
+    """The Python source of one kernel variant (a module defining ``kernel``)."""
+    kind, classes = variant
+    n_in = program.n_inputs
+    if len(classes) != n_in or kind not in ("flat", "nd"):
+        raise ValueError(f"bad variant {variant!r} for {n_in} inputs")
+    emitter = _Emitter(program)
+    n_const = len(program.consts)
+
+    # only what the outputs read
+    live: set[int] = set(program.outputs)
+    for k in range(len(program.instrs) - 1, -1, -1):
+        if n_in + n_const + k in live:
+            live.update(program.instrs[k].args)
+
+    # loop level of each value: 0 per kernel, 1 per nd task, 2 per element
+    level: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for m, cls in enumerate(classes):
+        level[m] = {"s": 0, "o": 1}.get(cls, 2)
+        names[m] = f"v{m}"
+    for j in range(n_const):
+        level[n_in + j] = 0
+        names[n_in + j] = f"C{j}"
+    stages: list[list[str]] = [[], [], []]
+    for k, instr in enumerate(program.instrs):
+        value = n_in + n_const + k
+        if value not in live:
+            continue
+        names[value] = f"v{value}"
+        level[value] = max((level[a] for a in instr.args), default=0)
+        code = emitter.expr(instr.op, [names[a] for a in instr.args], instr.args, instr.dtype)
+        stages[level[value]].append(f"v{value} = {code}")
+
+    outs = [f"out{k}" for k in range(len(program.outputs))]
+    ins = [f"in{m}" for m in range(n_in)]
+    lines = [
+        "# Generated by hermes_nb.codegen.numba_cpu; do not edit.",
+        f"# program: {program.signature}",
+        f"# variant: {variant!r}",
+        f"# codegen: {_CODEGEN_HASH}, numba {numba.__version__}",
+        "import math",
+        "",
+        "import numpy as np",
+        "from numba import njit, prange",
+        "",
+        "from hermes_nb.codegen.numba_cpu import ceil_, floor_, fma_, pow2_f32_, pow_, rint_",
+        "",
+    ]
+    lines += [f"C{j} = {_literal(v, d)}" for j, (v, d) in enumerate(program.consts)]
+    lines += [src.rstrip() + "\n" for src in emitter.helpers.values()]
+    lines.append('\n@njit(parallel=True, cache=True, nogil=True, error_model="numpy")')
+    if kind == "flat":
+        lines.append(f"def kernel({', '.join(outs + ins)}):")
+        body = [f"    v{m} = in{m}[0]" for m, c in enumerate(classes) if c == "s"]
+        body += [f"    {s}" for s in stages[0] + stages[1]]
+        body.append(f"    for i in prange({outs[0]}.shape[0]):")
+        body += [f"        v{m} = in{m}[i]" for m, c in enumerate(classes) if c == "f"]
+        body += [f"        {s}" for s in stages[2]]
+        body += [f"        {o}[i] = {names[v]}" for o, v in zip(outs, program.outputs)]
+    else:
+        lines[-1:-1] = ["U0 = np.uint64(0)", "U1 = np.uint64(1)", f"CHUNK = np.uint64({_CHUNK})"]
+        lines.append(f"def kernel({', '.join([*outs, 'shape', 'strides', *ins])}):")
+        # Index arithmetic is uint64 (shape and strides arrive as uint64): Numba then
+        # skips its negative-index wraparound, which would block vectorisation.
+        # Each task covers CHUNK consecutive output elements, row segment by row
+        # segment, so short rows cost no per-row division.
+        body = [
+            "    nd = shape.shape[0]",
+            "    inner = shape[nd - 1]",
+            f"    total = np.uint64({outs[0]}.shape[0])",
+            "    ntask = np.int64((total + CHUNK - U1) // CHUNK)",
+        ]
+        body += [f"    {s}" for s in stages[0]]
+        body += [
+            "    for t in prange(ntask):",
+            "        pos = np.uint64(t) * CHUNK",
+            "        stop = min(pos + CHUNK, total)",
+            "        row = pos // inner",
+            "        j = pos - row * inner",
+            "        idx = np.empty(nd, np.uint64)",
+        ]
+        body += [f"        b{m} = U0" for m in range(n_in)]
+        body += [
+            "        rem = row",
+            "        for d in range(nd - 2, -1, -1):",
+            "            q = rem // shape[d]",
+            "            idx[d] = rem - q * shape[d]",
+            "            rem = q",
+        ]
+        body += [f"            b{m} += idx[d] * strides[{m}, d]" for m in range(n_in)]
+        body += [
+            "        while pos < stop:",
+            "            m = min(inner - j, stop - pos)",
+        ]
+        body += [f"            v{m} = in{m}[b{m}]" for m, c in enumerate(classes) if c == "o"]
+        body += [f"            {s}" for s in stages[1]]
+        body.append("            for jj in range(m):")
+        body += [f"                v{m} = in{m}[b{m} + j + jj]" for m, c in enumerate(classes) if c == "i"]
+        body += [f"                {s}" for s in stages[2]]
+        body += [f"                {o}[pos + jj] = {names[v]}" for o, v in zip(outs, program.outputs)]
+        body += [
+            "            pos += m",
+            "            j = U0",
+            "            d = nd - 2",  # next row: odometer over the outer dimensions
+            "            while d >= 0:",
+            "                idx[d] += U1",
+        ]
+        body += [f"                b{m} += strides[{m}, d]" for m in range(n_in)]
+        body += [
+            "                if idx[d] < shape[d]:",
+            "                    break",
+        ]
+        body += [f"                b{m} -= strides[{m}, d] * shape[d]" for m in range(n_in)]
+        body += [
+            "                idx[d] = U0",
+            "                d -= 1",
+        ]
+    return "\n".join(lines + body) + "\n"
+
+
+def supports(program: Program) -> bool:
+    """Whether this generator renders every instruction of ``program``."""
+    try:
+        render(program, ("flat", ("f",) * program.n_inputs))
+    except NotImplementedError:
+        return False
+    return True
+
+
+# ---- on-disk modules and the in-memory cache -------------------------------------------
+def cache_dir() -> Path:
+    """Where generated kernel modules (and Numba's caches, in __pycache__) live."""
+    root = os.environ.get("HERMES_NB_CACHE_DIR")
+    if not root:
+        import platformdirs
+
+        root = platformdirs.user_cache_dir("hermes_nb")
+    return Path(root) / "numba"
+
+
+def _write_module(source: str, digest: str) -> Path:
+    for directory in (cache_dir(), Path(tempfile.gettempdir()) / f"hermes_nb-numba-{os.getuid()}"):
+        path = directory / f"k_{digest}.py"
+        try:
+            # rewriting an identical file would change its mtime and void Numba's cache
+            if path.exists() and path.read_text() == source:
+                return path
+            directory.mkdir(parents=True, exist_ok=True)
+            tmp = directory / f".k_{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
+            tmp.write_text(source)
+            os.replace(tmp, path)  # atomic: concurrent processes never see half a file
+            return path
+        except OSError:
+            continue
+    raise OSError("hermes_nb: no writable directory for generated Numba kernels")
+
+
+_KERNELS: dict[tuple[str, Variant], Any] = {}
+_LOCK = threading.Lock()
+
+
+def _numba_type(dtype: str, readonly: bool) -> Any:
+    return types.Array(numba.from_dtype(np.dtype(dtype)), 1, "C", readonly=readonly)
+
+
+def compile_elementwise(program: Program, variant: Variant) -> Any:
+    """The compiled kernel of ``variant`` (see the module docstring for its arguments).
+
+    Compiles eagerly for 1-D C-contiguous arrays (inputs typed read-only so that
+    writable and read-only arrays share one compilation), or loads Numba's disk cache.
+    """
+    key = (program.signature, variant)
+    kernel = _KERNELS.get(key)
+    if kernel is not None:
+        return kernel
+    with _LOCK:
+        kernel = _KERNELS.get(key)
+        if kernel is not None:
+            return kernel
+        source = render(program, variant)
+        digest = hashlib.sha256(source.encode()).hexdigest()[:32]
+        path = _write_module(source, digest)
+        name = f"hermes_nb_numba_k_{digest}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        kernel = module.kernel
+        outs = [_numba_type(program.dtype_of(v), False) for v in program.outputs]
+        ins = [_numba_type(d, True) for d in program.input_dtypes]
+        extra = [types.Array(types.uint64, 1, "C", readonly=True),
+                 types.Array(types.uint64, 2, "C", readonly=True)] if variant[0] == "nd" else []
+        kernel.compile(tuple(outs + extra + ins))
+        kernel.disable_compile()  # one machine-code version per variant, never per call
+        _KERNELS[key] = kernel
+        return kernel
+
+
+def plan(out_shape: Sequence[int], in_shapes: Sequence[Sequence[int]]
+         ) -> tuple[Variant, tuple[int, ...], np.ndarray]:
+    """Variant, collapsed output shape and per-input element strides for these shapes."""
+    nd = len(out_shape)
+    strides: list[list[int]] = []
+    for s in in_shapes:
+        if len(s) > nd:
+            raise ValueError(f"input of shape {tuple(s)} does not broadcast to {tuple(out_shape)}")
+        padded = (1,) * (nd - len(s)) + tuple(s)
+        st, acc = [0] * nd, 1
+        for d in range(nd - 1, -1, -1):
+            if padded[d] == out_shape[d]:
+                st[d] = acc
+            elif padded[d] != 1:
+                raise ValueError(f"input of shape {tuple(s)} does not broadcast to {tuple(out_shape)}")
+            acc *= padded[d]
+        strides.append(st)
+    # drop size-1 dimensions; merge neighbours that every input walks contiguously
+    shape: list[int] = []
+    cols: list[list[int]] = [[] for _ in strides]
+    for d in range(nd):
+        if out_shape[d] == 1:
+            continue
+        if shape and all(c[-1] == st[d] * out_shape[d] for c, st in zip(cols, strides)):
+            shape[-1] *= out_shape[d]
+            for c, st in zip(cols, strides):
+                c[-1] = st[d]
+            continue
+        shape.append(out_shape[d])
+        for c, st in zip(cols, strides):
+            c.append(st[d])
+    if len(shape) <= 1:
+        classes = tuple("s" if c and c[0] == 0 else "f" for c in cols)
+        return ("flat", classes), tuple(shape), np.zeros((len(cols), 0), np.int64)
+    classes = tuple("i" if c[-1] == 1 else "o" for c in cols)
+    return ("nd", classes), tuple(shape), np.array(cols, np.int64).reshape(len(cols), len(shape))
+
+
+@functools.lru_cache(maxsize=1024)
+def _dtypes(program: Program) -> tuple[str, tuple[np.dtype, ...], tuple[np.dtype, ...]]:
+    # per-call work kept off the hot path: signature strings and dtype names are slow
+    return (program.signature, tuple(np.dtype(d) for d in program.input_dtypes),
+            tuple(np.dtype(program.dtype_of(v)) for v in program.outputs))
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan_args(out_shape: tuple[int, ...], in_shapes: tuple[tuple[int, ...], ...]
+               ) -> tuple[Variant, tuple[np.ndarray, ...]]:
+    variant, shape, strides = plan(out_shape, in_shapes)
+    if variant[0] == "flat":
+        return variant, ()
+    extra = (np.array(shape, np.uint64), strides.astype(np.uint64))
+    for array in extra:
+        array.flags.writeable = False  # shared between calls
+    return variant, extra
+
+
+def launch(program: Program, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
+    """Compute ``program`` into preallocated C-contiguous ``outputs`` (one per program output)."""
+    signature, in_dtypes, out_dtypes = _dtypes(program)
+    if len(inputs) != len(in_dtypes) or len(outputs) != len(out_dtypes):
+        raise ValueError(f"program takes {len(in_dtypes)} inputs and {len(out_dtypes)} outputs, "
+                         f"got {len(inputs)} and {len(outputs)}")
+    out_shape = outputs[0].shape
+    for out, dtype in zip(outputs, out_dtypes):
+        if out.shape != out_shape or not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError("outputs must be writable, C-contiguous and of one shape")
+        if out.dtype != dtype:
+            raise TypeError(f"output dtype {out.dtype}, program computes {dtype}")
+    for x, dtype in zip(inputs, in_dtypes):
+        if x.dtype != dtype:
+            raise TypeError(f"input dtype {x.dtype}, program expects {dtype}")
+    if 0 in out_shape:
+        return
+    variant, extra = _plan_args(out_shape, tuple(x.shape for x in inputs))
+    kernel = _KERNELS.get((signature, variant)) or compile_elementwise(program, variant)
+    # numba's array types are C-contiguous and aligned; copy the rare other inputs
+    flat_ins = [(np.ascontiguousarray(x) if x.flags.aligned else x.copy()).reshape(-1) for x in inputs]
+    kernel(*[o.reshape(-1) for o in outputs], *extra, *flat_ins)
+
+
+def run_elementwise(program: Program, inputs: Sequence[np.ndarray], out_shape: Sequence[int],
+                    out_dtype: np.dtype | str) -> np.ndarray:
+    """``program.outputs[0]`` over ``inputs`` broadcast to ``out_shape``, as a new array."""
+    dtype = np.dtype(out_dtype)
+    if dtype.name != program.dtype_of(program.outputs[0]):
+        raise TypeError(f"out_dtype {dtype.name}, program computes {program.dtype_of(program.outputs[0])}")
+    shape = tuple(out_shape)
+    outputs = [np.empty(shape, dtype)] + [np.empty(shape, program.dtype_of(v)) for v in program.outputs[1:]]
+    launch(program, inputs, outputs)
+    return outputs[0]
