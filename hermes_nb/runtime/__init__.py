@@ -99,7 +99,3 @@ def to_numpy(tensor: Tensor) -> np.ndarray:
     (result,) = execute([tensor.node])
     array = result.host()
     return array.reshape(tensor.shape)
-
-
-def placement_of(node: Node) -> tuple[str, str]:
-    return placement(node)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import numpy as np
-
 from hermes_nb import random as hm_random
 from hermes_nb.devices import get_device
 from hermes_nb.errors import DeviceError
@@ -76,7 +74,3 @@ def _guarded(spec: OpSpec, device: Any, work: Any) -> Any:
         )
         log.debug("hermes: %s", message)
         raise DeviceError(message, op=spec.op, device=device.id) from exc
-
-
-def host_value(resident: Resident) -> np.ndarray:
-    return resident.host()
