@@ -1,13 +1,28 @@
-"""Compiler passes, each graph in, graph out: CSE, constant folding, fusion."""
+"""Compiler passes, each graph in, graph out: CSE, constant folding, fusion.
+
+Fusion passes only fuse for devices whose ``fused_ops`` name the fused op, so a
+device gains a fused kernel kind by implementing it and listing it there.
+"""
 
 from __future__ import annotations
 
 from hermes_nb.compiler.cse import eliminate_common_subexpressions
 from hermes_nb.compiler.fold import fold_constants
 from hermes_nb.compiler.fuse import fuse_elementwise
+from hermes_nb.compiler.fuse_matmul import fuse_matmul_epilogues
+from hermes_nb.compiler.fuse_reduce import fuse_reductions
+from hermes_nb.compiler.fuse_stencil import fuse_stencils
 from hermes_nb.ir.node import Node
 
-__all__ = ["eliminate_common_subexpressions", "fold_constants", "fuse_elementwise", "optimize"]
+__all__ = [
+    "eliminate_common_subexpressions",
+    "fold_constants",
+    "fuse_elementwise",
+    "fuse_matmul_epilogues",
+    "fuse_reductions",
+    "fuse_stencils",
+    "optimize",
+]
 
 
 def optimize(outputs: list[Node], *, fuse: bool = True) -> list[Node]:
@@ -15,5 +30,9 @@ def optimize(outputs: list[Node], *, fuse: bool = True) -> list[Node]:
     graph = eliminate_common_subexpressions(outputs)
     graph = fold_constants(graph)
     if fuse:
+        # the most specific patterns first: each pass leaves what it cannot take to the next
+        graph = fuse_stencils(graph)
+        graph = fuse_matmul_epilogues(graph)
+        graph = fuse_reductions(graph)
         graph = fuse_elementwise(graph)
     return graph

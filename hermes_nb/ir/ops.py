@@ -93,6 +93,9 @@ OPS: dict[str, tuple[Kind, int | None, str]] = {
     "conv2d": (Kind.STENCIL, 1, "2-D correlation over the last two axes (attrs: weights, border)"),
     # made by the compiler
     "fused_elementwise": (Kind.FUSED, None, "a straight-line elementwise program (attrs: program)"),
+    "fused_reduce": (Kind.FUSED, None, "elementwise prologue + reduction (+ epilogue) in one kernel"),
+    "fused_matmul": (Kind.FUSED, None, "matmul whose output passes through an elementwise epilogue"),
+    "fused_stencil": (Kind.FUSED, 1, "a pipeline of 2-D stencils and pointwise maths in one pass"),
 }
 
 ELEMENTWISE_UNARY = frozenset(n for n, (k, a, _) in OPS.items() if k is Kind.ELEMENTWISE and a == 1)
