@@ -129,6 +129,26 @@ class ArrayOps:
             values.append(self.xp.asarray(out).astype(instr.dtype, copy=False))
         return values[program.outputs[0]]
 
+    def _fused_stencil(self, spec: OpSpec, image: Any) -> Any:
+        """Reference semantics: the stages one after another, each value materialised."""
+        from hermes_nb.compiler.stencil_program import ConvStage
+
+        stencil = spec.attrs["stencil"]
+        values = [image]
+        for stage, dtype in zip(stencil.stages, stencil.value_dtypes[1:]):
+            if isinstance(stage, ConvStage):
+                conv = OpSpec("conv2d", spec.shape, np.dtype(dtype), (spec.shape,),
+                              (np.dtype(dtype),), {"weights": stage.weights,
+                              "border": stage.border, "separable": stage.separable}, spec.device)
+                values.append(self._conv2d(conv, values[stage.source]))
+            else:
+                point = OpSpec("fused_elementwise", spec.shape, np.dtype(dtype),
+                               tuple(spec.shape for _ in stage.sources),
+                               tuple(values[i].dtype for i in stage.sources),
+                               {"program": stage.program}, spec.device)
+                values.append(self._fused_elementwise(point, *(values[i] for i in stage.sources)))
+        return values[-1]
+
     # sources
     def _full(self, spec: OpSpec) -> Any:
         return self.xp.full(spec.shape, spec.attrs["fill_value"], dtype=spec.dtype)
