@@ -14,3 +14,13 @@ class DeviceError(RuntimeError):
         super().__init__(message)
         self.op = op
         self.device = device
+
+
+class KernelBuildError(RuntimeError):
+    """A generated kernel did not compile. The message holds the compiler's log and the
+    path of the saved source; the failed build is not cached."""
+
+    def __init__(self, message: str, *, log: str = "", source_path: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+        self.source_path = source_path

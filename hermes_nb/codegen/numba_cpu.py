@@ -70,6 +70,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from hermes_nb.cache import cache_dir as hermes_cache_dir
 from hermes_nb.compiler.program import Program
 
 __all__ = ["cache_dir", "compile_elementwise", "launch", "plan", "render", "run_elementwise", "supports"]
@@ -502,12 +503,7 @@ def supports(program: Program) -> bool:
 # ---- on-disk modules and the in-memory cache -------------------------------------------
 def cache_dir() -> Path:
     """Where generated kernel modules (and Numba's caches, in __pycache__) live."""
-    root = os.environ.get("HERMES_NB_CACHE_DIR")
-    if not root:
-        import platformdirs
-
-        root = platformdirs.user_cache_dir("hermes_nb")
-    return Path(root) / "numba"
+    return hermes_cache_dir("numba")
 
 
 def _write_module(source: str, digest: str) -> Path:
@@ -557,13 +553,22 @@ def compile_elementwise(program: Program, variant: Variant) -> Any:
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        spec.loader.exec_module(module)
-        kernel = module.kernel
         outs = [_numba_type(program.dtype_of(v), False) for v in program.outputs]
         ins = [_numba_type(d, True) for d in program.input_dtypes]
         extra = [types.Array(types.uint64, 1, "C", readonly=True),
                  types.Array(types.uint64, 2, "C", readonly=True)] if variant[0] == "nd" else []
-        kernel.compile(tuple(outs + extra + ins))
+        try:
+            spec.loader.exec_module(module)
+            kernel = module.kernel
+            kernel.compile(tuple(outs + extra + ins))
+        except Exception as exc:  # a Numba typing/lowering error: report, do not cache
+            from hermes_nb.errors import KernelBuildError
+
+            sys.modules.pop(name, None)
+            raise KernelBuildError(
+                f"Numba build failed; source saved to {path}\n{type(exc).__name__}: {exc}",
+                log=str(exc), source_path=str(path),
+            ) from exc
         kernel.disable_compile()  # one machine-code version per variant, never per call
         _KERNELS[key] = kernel
         return kernel

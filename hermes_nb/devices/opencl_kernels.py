@@ -208,6 +208,21 @@ def fill_source(out_dtype: np.dtype, calc_dtype: np.dtype, fp64: bool) -> str:
     )
 
 
+def _build(cl: Any, context: Any, source: str) -> Any:
+    """Build ``source``; on failure raise KernelBuildError with the log and a saved copy."""
+    try:
+        return cl.Program(context, source).build()
+    except (cl.RuntimeError, cl.LogicError) as exc:
+        from hermes_nb.cache import save_source
+        from hermes_nb.errors import KernelBuildError
+
+        path = save_source(source, ".cl")
+        raise KernelBuildError(
+            f"OpenCL build failed; source saved to {path}\n{exc}", log=str(exc),
+            source_path=str(path),
+        ) from exc
+
+
 class ProgramCache:
     """Built programs and their kernels, per context and source.
 
@@ -228,7 +243,7 @@ class ProgramCache:
             with self._lock:
                 knl = self._kernels.get(key)
                 if knl is None:
-                    program = cl.Program(self._context, source).build()
+                    program = _build(cl, self._context, source)
                     for k in program.all_kernels():
                         self._kernels[(source, k.function_name)] = k
                     knl = self._kernels[key]
