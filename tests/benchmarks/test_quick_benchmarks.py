@@ -30,3 +30,18 @@ def test_benchmarks_quick_mode(tmp_path):
         assert r["max_error"] <= 1e-3, r
         assert r["median_s"] > 0 and r["ratio"] > 0
     assert "WRONG RESULT" not in proc.stdout
+
+
+@pytest.mark.timeout(600)
+def test_compile_time_benchmark_runs(tmp_path):
+    out = tmp_path / "compile.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.compile_time", "--size", "64", "--json", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(out.read_text())
+    assert {r["device"] for r in rows} >= {"cpu:0"}
+    for r in rows:
+        assert r["run_s"] > 0 and r["import_s"] > 0
+        assert r["compile_s"] == r["compile_s"]  # measured, not NaN
