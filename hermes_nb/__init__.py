@@ -72,17 +72,18 @@ from hermes_nb.manipulation import (
 from hermes_nb.plan import Plan
 from hermes_nb.reductions import argmax, argmin, max, mean, min, prod, std, sum, var
 from hermes_nb.runtime import compute
+from hermes_nb.runtime.monitor import LoadSampler, load
 from hermes_nb.tensor import Tensor
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Device", "DeviceError", "Pipeline", "Plan", "Stage", "Tensor",
+    "Device", "DeviceError", "LoadSampler", "Pipeline", "Plan", "Stage", "Tensor",
     "abs", "add", "arange", "argmax", "argmin", "asarray", "astype", "bool", "broadcast_to",
     "ceil", "clip", "compose", "compute", "concat", "conv2d", "cos", "current_options",
     "current_policy", "device", "devices", "divide", "equal", "exp", "float32", "float64",
     "floor", "floor_divide", "from_numpy", "full", "gaussian_blur", "get_device", "greater",
-    "greater_equal", "hypot", "image", "int32", "int64", "less", "less_equal", "log",
+    "greater_equal", "hypot", "image", "int32", "int64", "less", "less_equal", "load", "log",
     "logical_and", "logical_not", "logical_or", "matmul", "max", "maximum", "mean", "min",
     "minimum", "multiply", "negative", "not_equal", "ones", "options", "permute_dims", "policy",
     "pow", "prod", "random", "relu", "remainder", "reshape", "round", "sigmoid", "sin",

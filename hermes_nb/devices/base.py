@@ -10,6 +10,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from hermes_nb.devices.load import LoadCounters, LoadSnapshot
 from hermes_nb.ir.node import OpSpec
 
 T = TypeVar("T")
@@ -38,6 +39,7 @@ class Device(ABC):
         self.fp64 = fp64
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
+        self.counters = LoadCounters()
 
     @property
     def id(self) -> str:
@@ -65,18 +67,35 @@ class Device(ABC):
             "fp64": self.fp64,
         }
 
-    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
-        """Run ``fn(*args)`` on this device's worker thread."""
+    def submit(self, fn: Callable[..., T], *args: Any, estimate_s: float = 0.0) -> Future[T]:
+        """Run ``fn(*args)`` on this device's worker thread; ``estimate_s`` feeds the load
+        figures (expected time until the device is free)."""
         with self._executor_lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"hermes-{self.id}")
-        return self._executor.submit(fn, *args)
+        self.counters.submitted(estimate_s)
+        return self._executor.submit(self._counted, fn, args, estimate_s)
 
-    def run(self, fn: Callable[..., T], *args: Any) -> T:
+    def _counted(self, fn: Callable[..., T], args: tuple[Any, ...], estimate_s: float) -> T:
+        self.counters.started(estimate_s)
+        try:
+            return fn(*args)
+        finally:
+            self.counters.finished()
+
+    def run(self, fn: Callable[..., T], *args: Any, estimate_s: float = 0.0) -> T:
         """Run ``fn(*args)`` on the worker thread and wait for its result."""
         if threading.current_thread().name.startswith(f"hermes-{self.id}_"):
             return fn(*args)  # already on this device's thread
-        return self.submit(fn, *args).result()
+        return self.submit(fn, *args, estimate_s=estimate_s).result()
+
+    def load(self) -> LoadSnapshot:
+        """Queue, busy fraction, expected time until free and memory in use, now."""
+        try:
+            memory = self.memory_in_use()
+        except Exception:  # a pool that cannot answer must not break a load view
+            memory = 0
+        return self.counters.snapshot(self.id, memory)
 
     @abstractmethod
     def from_host(self, array: np.ndarray) -> Any:
