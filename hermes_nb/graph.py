@@ -18,7 +18,9 @@ def make_node(
     """A new node, pinned to the scoped device or, failing that, to its inputs' common device."""
     device = context.pinned_device()
     if device is None:
-        pins = {i.device for i in inputs if i.device is not None}
+        # a computed value's device is where it lives, not a pin: the scheduler weighs
+        # moving it against running elsewhere
+        pins = {i.device for i in inputs if i.device is not None and i.op != "buffer"}
         device = pins.pop() if len(pins) == 1 else None
     if device is not None:
         check_capability(op, device, dtype, inputs)

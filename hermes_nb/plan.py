@@ -10,13 +10,16 @@ from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import Kind, kind_of
 
 if TYPE_CHECKING:
+    from hermes_nb.scheduler import Decision
     from hermes_nb.tensor import Tensor
 
-_REASONS = {
-    "pinned": "pinned by hm.device(...) or .to(...)",
-    "default": "default device (no pin)",
-    "resident": "value already lives there",
-}
+
+
+def _estimates(decision: Decision | None) -> dict[str, float | None]:
+    """Each candidate device's estimated finish time in seconds (None: not yet measured)."""
+    if decision is None:
+        return {}
+    return {c.device: c.finish_s for c in decision.candidates}
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,8 @@ class Kernel:
     dtype: str
     bytes_moved: int
     source: str | None = None
+    calibrating: bool = False  # the scheduler is still measuring the candidates
+    estimates: dict[str, float | None] = field(default_factory=dict)  # device -> finish (s)
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,24 @@ class Plan:
 
 def kernel_source(node: Node, device: str) -> str | None:
     """The generated source of a fused kernel on ``device``'s kind (None for library calls)."""
+    if node.op in ("fused_reduce", "fused_matmul"):
+        from hermes_nb.codegen import fused_source
+
+        return fused_source.kernel_source(node, device)
+    if node.op == "fused_stencil" and device.split(":")[0] in ("opencl", "cuda"):
+        from hermes_nb.codegen import stencil_c
+
+        try:
+            return stencil_c.render_source(node.attrs["stencil"], device)
+        except stencil_c.UnsupportedStencil:  # the device runs the stages one by one
+            return None
+    if node.op == "fused_stencil" and device.split(":")[0] == "cpu":
+        try:
+            from hermes_nb.codegen import numba_stencil
+        except ImportError:
+            return None
+        stencil = node.attrs["stencil"]
+        return numba_stencil.render(stencil) if numba_stencil.supports(stencil) else None
     if node.op != "fused_elementwise":
         return None
     program = node.attrs["program"]
@@ -88,18 +111,30 @@ def kernel_source(node: Node, device: str) -> str | None:
 def explain(tensor: Tensor) -> Plan:
     from hermes_nb.compiler import optimize
     from hermes_nb.context import current_options
-    from hermes_nb.runtime.lower import placement
+    from hermes_nb.runtime.placement import place
 
     kernels = []
     (root,) = optimize([tensor.node], fuse=current_options().fuse)
+    placed = place([root], commit=False)
     for node in toposort([root]):
         if kind_of(node.op) is Kind.SOURCE and node.op not in ("full", "arange"):
             continue
-        device, why = placement(node)
+        where = placed[id(node)]
+        device = where.device
+        decision = where.decision
         moved = node.nbytes + sum(i.nbytes for i in node.inputs)
         ops = node.attrs["program"].ops if node.op == "fused_elementwise" else (node.op,)
+        if node.op in ("fused_reduce", "fused_matmul"):  # prologue + reduction/matmul + epilogue
+            from hermes_nb.codegen.fused_source import kernel_ops
+
+            ops = kernel_ops(node)
+        elif node.op == "fused_stencil":
+            ops = node.attrs["stencil"].ops
         kernels.append(Kernel(
-            name=node.key, ops=ops, source=kernel_source(node, device), device=device, reason=_REASONS[why],
+            name=node.key, ops=ops, source=kernel_source(node, device), device=device,
+            reason=decision.reason if decision is not None else "value already lives there",
+            calibrating=decision.calibrating if decision is not None else False,
+            estimates=_estimates(decision),
             inputs=tuple(i.key for i in node.inputs), shape=node.shape, dtype=node.dtype.name,
             bytes_moved=moved,
         ))

@@ -81,6 +81,11 @@ _KINDS = ("cpu", "opencl", "cuda")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # placement history lives in memory for the test run: the user's timings on disk
+    # neither steer the tests nor get polluted by them
+    from hermes_nb.scheduler import Scheduler, policies
+
+    policies._default = Scheduler(None)
     wanted = _device_filter()
     if wanted:
         known = {str(d.id) for d in _all_devices()} | set(_KINDS)

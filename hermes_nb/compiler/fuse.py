@@ -48,11 +48,14 @@ def _groups(outputs: list[Node]) -> dict[int, int]:
     return root_of
 
 
-def _program(root: Node, members: set[int]) -> tuple[Program, list[Node]]:
-    externals: list[Node] = []
+def _program(root: Node, members: set[int], leading: tuple[Node, ...] = ()
+             ) -> tuple[Program, list[Node]]:
+    """The program computing ``root`` from the nodes outside ``members`` (its externals,
+    ``leading`` ones first: a reduction epilogue reads the reduced value as input 0)."""
+    externals: list[Node] = list(leading)
     consts: list[tuple[bool | int | float, str]] = []
     instrs: list[Instr] = []
-    value_of: dict[int, tuple[str, int]] = {}
+    value_of: dict[int, tuple[str, int]] = {id(n): ("in", k) for k, n in enumerate(leading)}
     order = [n for n in toposort([root]) if id(n) in members]
 
     def ref(node: Node) -> tuple[str, int]:

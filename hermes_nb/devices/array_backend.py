@@ -129,6 +129,31 @@ class ArrayOps:
             values.append(self.xp.asarray(out).astype(instr.dtype, copy=False))
         return values[program.outputs[0]]
 
+    def _program(self, program: Any, shape: tuple[int, ...], inputs: Sequence[Any]) -> Any:
+        """``program`` over ``inputs`` broadcast to ``shape`` (the interpreter above)."""
+        out_dtype = np.dtype(program.dtype_of(program.outputs[0]))
+        point = OpSpec("fused_elementwise", shape, out_dtype, tuple(x.shape for x in inputs),
+                       tuple(x.dtype for x in inputs), {"program": program}, "")
+        out = self.xp.asarray(self._fused_elementwise(point, *inputs))
+        return self.xp.broadcast_to(out.astype(out_dtype, copy=False), shape)
+
+    def _fused_reduce(self, spec: OpSpec, *inputs: Any) -> Any:
+        """Reference semantics: prologue, reduction, epilogue, each value materialised."""
+        a = spec.attrs
+        n = a["n_prologue"]
+        value = self._program(a["prologue"], a["in_shape"], inputs[:n])
+        red = OpSpec(a["reduce"], (), np.dtype(a["reduce_dtype"]), (), (),
+                     {"axes": a["axes"], "keepdims": a["keepdims"]}, "")
+        out = self.xp.asarray(getattr(self, f"_{a['reduce']}")(red, value))
+        if a["epilogue"] is None:
+            return out
+        return self._program(a["epilogue"], spec.shape, [out, *inputs[n:]])
+
+    def _fused_matmul(self, spec: OpSpec, a: Any, b: Any, *rest: Any) -> Any:
+        """Reference semantics: the product, then the epilogue over it."""
+        product = self.xp.matmul(a, b)
+        return self._program(spec.attrs["epilogue"], spec.shape, [product, *rest])
+
     def _fused_stencil(self, spec: OpSpec, image: Any) -> Any:
         """Reference semantics: the stages one after another, each value materialised."""
         from hermes_nb.compiler.stencil_program import ConvStage

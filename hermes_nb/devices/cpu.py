@@ -24,7 +24,7 @@ def _memory_bytes() -> int:
 
 class CPUDevice(Device):
     kind = "cpu"
-    fused_ops = frozenset({"fused_elementwise"})
+    fused_ops = frozenset({"fused_elementwise", "fused_reduce", "fused_matmul", "fused_stencil"})
 
     def __init__(self) -> None:
         import platform
@@ -42,6 +42,15 @@ class CPUDevice(Device):
         return np.asarray(buffer)
 
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        if spec.op in ("fused_reduce", "fused_matmul"):
+            from hermes_nb.devices import cpu_fused  # Numba kernels + BLAS
+
+            return cpu_fused.run(self._ops, spec, inputs)
+        if spec.op == "fused_stencil" and _size(spec.shape) >= STENCIL_MIN_ELEMENTS:
+            stencil_jit = _numba_stencil()
+            if stencil_jit is not None and stencil_jit.supports(spec.attrs["stencil"]):
+                return stencil_jit.run_stencil(spec.attrs["stencil"], inputs[0], spec.shape,
+                                               spec.dtype)
         if spec.op == "fused_elementwise" and _size(spec.shape) >= JIT_MIN_ELEMENTS:
             jit = _numba_codegen()
             if jit is not None and jit.supports(spec.attrs["program"]):
@@ -52,6 +61,8 @@ class CPUDevice(Device):
 # A new fused kernel costs Numba ~1.5 s to compile (then it is cached on disk); below
 # this size NumPy evaluates the program faster than the compile pays back.
 JIT_MIN_ELEMENTS = int(os.environ.get("HERMES_JIT_MIN_ELEMENTS", 1 << 16))
+# fused_stencil: the same trade-off (a module attribute, so tests can lower it)
+STENCIL_MIN_ELEMENTS = JIT_MIN_ELEMENTS
 
 
 def _size(shape: tuple[int, ...]) -> int:
@@ -67,3 +78,13 @@ def _numba_codegen() -> Any:
     except ImportError:
         return None
     return numba_cpu
+
+
+@functools.cache
+def _numba_stencil() -> Any:
+    """The Numba stencil generator, or ``None`` without numba (the interpreter runs)."""
+    try:
+        from hermes_nb.codegen import numba_stencil
+    except ImportError:
+        return None
+    return numba_stencil

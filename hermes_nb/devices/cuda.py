@@ -4,6 +4,7 @@ with memory from CuPy's default pool and BLAS from cuBLAS.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,7 +32,7 @@ def discover() -> list[CUDADevice]:
 
 class CUDADevice(Device):
     kind = "cuda"
-    fused_ops = frozenset({"fused_elementwise"})
+    fused_ops = frozenset({"fused_elementwise", "fused_reduce", "fused_matmul", "fused_stencil"})
 
     def __init__(self, index: int) -> None:
         import cupy
@@ -60,8 +61,14 @@ class CUDADevice(Device):
 
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         with self._device:
+            if spec.op in ("fused_reduce", "fused_matmul"):
+                from hermes_nb.devices import cuda_fused  # ReductionKernel / cuBLAS + epilogue
+
+                return cuda_fused.run(self._ops, spec, inputs)
             if spec.op == "fused_elementwise":
                 return self._fused(spec, inputs)
+            if spec.op == "fused_stencil":
+                return self._stencil(spec, inputs)
             return self._ops.run(spec, inputs)
 
     def _fused(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
@@ -77,9 +84,48 @@ class CUDADevice(Device):
             cuda_elementwise_kernel(program)(*inputs, out)
         return out
 
+    def _stencil(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        """The whole pipeline as ONE generated kernel (``codegen.stencil_c``, tiles in shared
+        memory); programs it cannot express run stage by stage through cupyx."""
+        from hermes_nb.codegen import stencil_c
+
+        cfg = stencil_c.CUDA_CONFIG
+        kernel = _stencil_kernel(spec.attrs["stencil"])
+        if kernel is None:
+            return self._ops.run(spec, inputs)
+        out = self._cupy.empty(spec.shape, dtype=spec.dtype)
+        if out.size:
+            gx, gy, nb = stencil_c.grid(spec.shape, cfg)
+            image = self._cupy.ascontiguousarray(inputs[0])
+            kernel(
+                (gx, gy, min(nb, 65535)), (cfg.wx, cfg.wy, 1),  # the kernel loops over the batch
+                (out, image, np.int64(spec.shape[-2]), np.int64(spec.shape[-1]), np.int64(nb)),
+            )  # fmt: skip
+        return out
+
     def synchronize(self) -> None:
         with self._device:
             self._device.synchronize()
 
     def memory_in_use(self) -> int:
         return int(self._cupy.get_default_memory_pool().used_bytes())
+
+
+_STATIC_SHARED = 48 * 1024  # static __shared__ arrays may not exceed 48 KiB
+
+
+@functools.lru_cache(maxsize=256)
+def _stencil_kernel(stencil: Any) -> Any:
+    """A ``cupy.RawKernel`` for ``stencil``, or None when the generator cannot express it
+    or its tiles exceed static shared memory."""
+    import cupy
+
+    from hermes_nb.codegen import c_source, stencil_c
+
+    try:
+        if stencil_c.local_bytes(stencil, stencil_c.CUDA_CONFIG) > _STATIC_SHARED:
+            return None
+        source = stencil_c.cuda_stencil_source(stencil)
+    except stencil_c.UnsupportedStencil:
+        return None
+    return cupy.RawKernel(source, "fused_stencil", options=c_source.CUDA_OPTIONS)

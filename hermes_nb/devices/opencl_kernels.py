@@ -180,14 +180,18 @@ def reduce_source(op: str, dtype: np.dtype, fp64: bool) -> str:
     )
 
 
-def typed_source(name: str, dtype: np.dtype, fp64: bool) -> str:
-    """Sources parameterised only by one element type: matmul, conv2d."""
+def typed_source(name: str, dtype: np.dtype, fp64: bool, **extra: object) -> str:
+    """Sources parameterised only by one element type: matmul, conv2d. ``extra`` fills
+    the matmul's epilogue hooks (``codegen.c_fused``); without them it stores the product."""
+    if name == "matmul":
+        extra = {"functions": "", "out_t": ctype(dtype), "epi_args": "", "store": "acc", **extra}
     return render(
         name,
         header=FP64_PRAGMA if fp64 else "",
         t=ctype(dtype),
         uns_t=utype(dtype),
         is_float=int(np.dtype(dtype).kind == "f"),
+        **extra,
     )
 
 

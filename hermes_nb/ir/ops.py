@@ -93,8 +93,12 @@ OPS: dict[str, tuple[Kind, int | None, str]] = {
     "conv2d": (Kind.STENCIL, 1, "2-D correlation over the last two axes (attrs: weights, border)"),
     # made by the compiler
     "fused_elementwise": (Kind.FUSED, None, "a straight-line elementwise program (attrs: program)"),
-    "fused_reduce": (Kind.FUSED, None, "elementwise prologue + reduction (+ epilogue) in one kernel"),
-    "fused_matmul": (Kind.FUSED, None, "matmul whose output passes through an elementwise epilogue"),
+    "fused_reduce": (Kind.FUSED, None, "prologue program, reduction, optional epilogue in one kernel "
+                     "(attrs: reduce, axes, keepdims, in_shape, prologue, epilogue, n_prologue, "
+                     "reduce_dtype; inputs: prologue's, then epilogue's after the reduced value)"),
+    "fused_matmul": (Kind.FUSED, None, "matmul whose product passes through an elementwise epilogue "
+                     "(attrs: epilogue (input 0: the product), matmul_dtype; inputs: a, b, then "
+                     "the epilogue's others)"),
     "fused_stencil": (Kind.FUSED, 1, "a pipeline of 2-D stencils and pointwise maths in one pass"),
 }
 

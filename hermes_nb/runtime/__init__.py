@@ -11,12 +11,15 @@ import dask.threaded
 import numpy as np
 
 from hermes_nb.devices import devices
-from hermes_nb.ir.node import Node
-from hermes_nb.runtime.lower import lower, placement
+from hermes_nb.ir.node import Node, toposort
+from hermes_nb.runtime import profile
+from hermes_nb.runtime.lower import lower
+from hermes_nb.runtime.placement import Placement, place
+from hermes_nb.runtime.profile import last_profile
 from hermes_nb.runtime.resident import Resident
 from hermes_nb.tensor import Tensor
 
-__all__ = ["Resident", "compute", "to_numpy"]
+__all__ = ["Resident", "compute", "last_profile", "to_numpy"]
 
 
 def _active_client() -> Any:
@@ -44,30 +47,38 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
     from hermes_nb.context import current_options
 
     optimized = optimize(list(outputs), fuse=current_options().fuse)
-    if _debug_level() >= 4:
-        _print_sources(optimized)
-    graph, keys = lower(optimized)
+    placed = place(optimized)
     if _debug_level() >= 2:
-        for key, task in graph.items():
-            spec = task[1] if isinstance(task, tuple) else None
-            where = spec.device if spec is not None else getattr(task, "device", "?")
-            print(f"hermes: {key} on {where}", file=sys.stderr)
-    client = _active_client()
-    if client is not None:
-        results = client.get(graph, keys, sync=True)
-    else:
-        # each task blocks while its device's own thread runs it, so one Dask
-        # thread per device lets tasks on different devices overlap
-        results = dask.threaded.get(graph, keys, num_workers=max(2, len(devices())))
+        _print_schedule(optimized, placed)
+    if _debug_level() >= 4:
+        _print_sources(optimized, placed)
+    run_id = profile.begin()
+    graph, keys = lower(optimized, placed, run_id)
+    try:
+        client = _active_client()
+        if client is not None:
+            results = client.get(graph, keys, sync=True)
+        else:
+            # each task blocks while its device's own thread runs it, so one Dask
+            # thread per device lets tasks on different devices overlap
+            results = dask.threaded.get(graph, keys, num_workers=max(2, len(devices())))
+    finally:
+        profile.end(run_id)
     return list(results)
 
 
-def _print_sources(outputs: list[Node]) -> None:
-    from hermes_nb.ir.node import toposort
+def _print_schedule(outputs: list[Node], placed: dict[int, Placement]) -> None:
+    for node in toposort(outputs):
+        where = placed[id(node)]
+        why = f": {where.decision.reason}" if where.decision is not None else ""
+        print(f"hermes: {node.key} on {where.device}{why}", file=sys.stderr)
+
+
+def _print_sources(outputs: list[Node], placed: dict[int, Placement]) -> None:
     from hermes_nb.plan import kernel_source
 
     for node in toposort(outputs):
-        device, _ = placement(node)
+        device = placed[id(node)].device
         source = kernel_source(node, device)
         if source is not None:
             print(f"hermes: source of {node.key} on {device}:\n{source}", file=sys.stderr)

@@ -1,41 +1,41 @@
-"""Lowering the op graph to a Dask task graph: one task per op for now."""
+"""Lowering the placed graph to a Dask task graph: one task per kernel.
+
+Each task runs its kernel on the decided device, feeds the measured time back to the
+scheduler, and on failure retries on the next-best healthy device.
+"""
 
 from __future__ import annotations
 
 import logging
+import time
+from dataclasses import replace
 from typing import Any
 
 from hermes_nb import random as hm_random
 from hermes_nb.devices import get_device
 from hermes_nb.errors import DeviceError
 from hermes_nb.ir.node import Node, OpSpec, toposort
+from hermes_nb.runtime import profile
+from hermes_nb.runtime.placement import Placement
 from hermes_nb.runtime.resident import Resident
+from hermes_nb.scheduler import Decision, default_scheduler
 
 log = logging.getLogger("hermes_nb.runtime")
 
-DEFAULT_DEVICE = "cpu:0"
 
-
-def placement(node: Node) -> tuple[str, str]:
-    """The device a node runs on and why."""
-    if node.op == "buffer":
-        return node.attrs["handle"].device, "resident"
-    if node.device is not None:
-        return node.device, "pinned"
-    return DEFAULT_DEVICE, "default"
-
-
-def lower(outputs: list[Node]) -> tuple[dict[str, Any], list[str]]:
+def lower(outputs: list[Node], placed: dict[int, Placement], run_id: int
+          ) -> tuple[dict[str, Any], list[str]]:
     """A Dask graph computing ``outputs``, and the keys of the outputs."""
     graph: dict[str, Any] = {}
     for node in toposort(outputs):
-        device, _ = placement(node)
+        where = placed[id(node)]
         if node.op == "buffer":
             graph[node.key] = node.attrs["handle"]
         elif node.op in ("constant", "random"):
-            graph[node.key] = (load_host_source, OpSpec.of(node, device))
+            graph[node.key] = (load_host_source, OpSpec.of(node, where.device))
         else:
-            graph[node.key] = (run_op, OpSpec.of(node, device), *(i.key for i in node.inputs))
+            graph[node.key] = (run_op, OpSpec.of(node, where.device), where.decision, run_id,
+                               *(i.key for i in node.inputs))
     return graph, [n.key for n in outputs]
 
 
@@ -50,16 +50,54 @@ def load_host_source(spec: OpSpec) -> Resident:
     return Resident(device.id, _guarded(spec, device, lambda: device.run(device.from_host, value)))
 
 
-def run_op(spec: OpSpec, *inputs: Resident) -> Resident:
-    """Run one op on its device, moving inputs there first."""
-    device = get_device(spec.device)
+def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Resident) -> Resident:
+    """Run one kernel on its device, moving inputs there first; fall back on failure."""
+    failures: list[str] = []
+    while True:
+        device = get_device(spec.device)
+        try:
+            buffers = [r.on(device.id) for r in inputs]
+            estimate = decision.estimate_s if decision is not None else None
+            start, out, end = device.run(_timed, device, spec, buffers,
+                                         estimate_s=estimate or 0.0)
+        except Exception as exc:
+            failures.append(f"{device.id}: {type(exc).__name__}: {exc}")
+            retry = None
+            if decision is not None and decision.policy != "pinned":  # a pin is the user's word
+                retry = default_scheduler().failed(decision, exc)
+            if retry is None:
+                if len(failures) > 1:
+                    raise DeviceError(
+                        f"{spec.describe()} failed on every capable device: "
+                        + "; ".join(failures), op=spec.op, device=device.id,
+                    ) from exc
+                if isinstance(exc, DeviceError):
+                    raise
+                raise _as_device_error(spec, device, exc) from exc
+            log.warning("hermes: %s failed on %s (%s); retrying on %s", spec.op, device.id,
+                        exc, retry.device)
+            decision, spec = retry, replace(spec, device=retry.device)
+            continue
+        if decision is not None:
+            default_scheduler().record(decision, end - start, device=device.id)
+        profile.record(run_id, profile.KernelRun(
+            spec.key, spec.op, device.id, start, end,
+            decision.estimate_s if decision is not None else None,
+            decision.reason if decision is not None else "", tuple(failures)))
+        return Resident(device.id, out)
 
-    def work() -> Any:
-        buffers = [r.on(device.id) for r in inputs]
-        return device.run(device.execute, spec, buffers)
 
-    out = _guarded(spec, device, work)
-    return Resident(device.id, out)
+def _timed(device: Any, spec: OpSpec, buffers: list[Any]) -> tuple[float, Any, float]:
+    """Run and synchronise on the device's thread, so the time is the kernel's own."""
+    start = time.perf_counter()
+    out = device.execute(spec, buffers)
+    device.synchronize()
+    return start, out, time.perf_counter()
+
+
+def _as_device_error(spec: OpSpec, device: Any, exc: Exception) -> DeviceError:
+    message = f"{spec.describe()} failed on {device.id} ({device.name}): {type(exc).__name__}: {exc}"
+    return DeviceError(message, op=spec.op, device=device.id)
 
 
 def _guarded(spec: OpSpec, device: Any, work: Any) -> Any:
@@ -68,9 +106,4 @@ def _guarded(spec: OpSpec, device: Any, work: Any) -> Any:
     except DeviceError:
         raise
     except Exception as exc:
-        message = (
-            f"{spec.describe()} failed on {device.id} ({device.name}): "
-            f"{type(exc).__name__}: {exc}"
-        )
-        log.debug("hermes: %s", message)
-        raise DeviceError(message, op=spec.op, device=device.id) from exc
+        raise _as_device_error(spec, device, exc) from exc

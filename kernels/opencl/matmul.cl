@@ -1,10 +1,14 @@
 // Batched C[b] = A[b] @ B[b] with 16x16 local-memory tiles. A[b] starts at aoff[b], B[b] at
 // boff[b] (elements), so broadcast batch dims need no copies; C is contiguous (batch, M, N).
+// A fused epilogue (hermes_nb/codegen/c_fused.py) adds its functions, its inputs after K
+// and the expression each product element passes through at its store.
 ${header}
 #define T ${t}
 #define U ${uns_t}
 #define IS_FLOAT ${is_float}
 #define TS 16
+
+${functions}
 
 #if IS_FLOAT
 #define MAD(acc, a, b) acc += (a) * (b)
@@ -13,9 +17,9 @@ ${header}
 #endif
 
 __kernel __attribute__((reqd_work_group_size(TS, TS, 1)))
-void matmul(__global T* restrict C, __global const T* restrict A, __global const T* restrict B,
+void matmul(__global ${out_t}* restrict C, __global const T* restrict A, __global const T* restrict B,
             __global const long* restrict aoff, __global const long* restrict boff,
-            const long M, const long N, const long K)
+            const long M, const long N, const long K${epi_args})
 {
     __local T As[TS][TS];
     __local T Bs[TS][TS];
@@ -33,5 +37,5 @@ void matmul(__global T* restrict C, __global const T* restrict A, __global const
         for (int k = 0; k < TS; ++k) MAD(acc, As[ty][k], Bs[k][tx]);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (row < M && col < N) C[(b * M + row) * N + col] = acc;
+    if (row < M && col < N) C[(b * M + row) * N + col] = ${store};
 }

@@ -1,0 +1,56 @@
+"""Placing a graph's kernels: list scheduling in execution order with the scheduler's policy.
+
+Host sources (constants, random draws) live on ``cpu:0`` until a kernel pulls them;
+resident buffers stay where they are; every other node gets a :class:`Decision`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hermes_nb.devices import Device, devices
+from hermes_nb.ir.node import Node, toposort
+from hermes_nb.ir.ops import Kind, kind_of
+from hermes_nb.scheduler import Decision, InputData, default_scheduler, kernel_info_of
+
+HOST = "cpu:0"
+
+
+@dataclass(frozen=True)
+class Placement:
+    device: str
+    decision: Decision | None  # None for sources and resident values
+
+
+def capable(device: Device, node: Node) -> bool:
+    """Whether ``device`` can run ``node``: its fused ops and its dtypes."""
+    if kind_of(node.op) is Kind.FUSED and node.op not in device.fused_ops:
+        return False
+    return all(device.supports(d) for d in (node.dtype, *(i.dtype for i in node.inputs)))
+
+
+def place(outputs: list[Node], *, commit: bool = True) -> dict[int, Placement]:
+    """A device for every node reachable from ``outputs`` (keyed by ``id(node)``).
+
+    ``commit=False`` is a dry run for ``explain()``: no calibration slot or
+    round-robin turn is used up.
+    """
+    scheduler = default_scheduler()
+    all_devices = devices()
+    # queue wait per device now, plus what this graph has already put there
+    wait = {d.id: d.load().expected_free_s for d in all_devices}
+    placed: dict[int, Placement] = {}
+    for node in toposort(outputs):
+        if node.op == "buffer":
+            placed[id(node)] = Placement(node.attrs["handle"].device, None)
+            continue
+        if node.op in ("constant", "random"):
+            placed[id(node)] = Placement(node.device or HOST, None)
+            continue
+        candidates = [d.id for d in all_devices if capable(d, node)]
+        inputs = [InputData(i.nbytes, on={placed[id(i)].device}) for i in node.inputs]
+        decision = scheduler.decide(kernel_info_of(node), candidates, pinned=node.device,
+                                    inputs=inputs, wait_s=wait, commit=commit)
+        wait[decision.device] = wait.get(decision.device, 0.0) + (decision.estimate_s or 0.0)
+        placed[id(node)] = Placement(decision.device, decision)
+    return placed
