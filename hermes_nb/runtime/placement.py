@@ -6,13 +6,17 @@ resident buffers stay where they are; every other node gets a :class:`Decision`.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+
+import numpy as np
 
 from hermes_nb.devices import Device, devices
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import Kind, kind_of
-from hermes_nb.scheduler import Decision, InputData, default_scheduler, kernel_info_of
+from hermes_nb.scheduler import Decision, InputData, Scheduler, default_scheduler, kernel_info_of
 
+log = logging.getLogger("hermes_nb.runtime")
 HOST = "cpu:0"
 
 
@@ -29,6 +33,29 @@ def capable(device: Device, node: Node) -> bool:
     return all(device.supports(d) for d in (node.dtype, *(i.dtype for i in node.inputs)))
 
 
+_measured: set[str] = set()
+
+
+def _measure_links(scheduler: Scheduler, all_devices: list[Device]) -> None:
+    """Time each device's host link once per process (stored, so once per machine)."""
+    for dev in all_devices:
+        if dev.id in _measured or scheduler.transfers.is_host(dev.id):
+            continue
+        _measured.add(dev.id)
+
+        def h2d(n: int, dev: Device = dev) -> None:
+            dev.run(lambda: (dev.from_host(np.empty(n, np.uint8)), dev.synchronize()))
+
+        def d2h(n: int, dev: Device = dev) -> None:
+            buffer = dev.run(dev.from_host, np.empty(n, np.uint8))
+            dev.run(dev.to_host, buffer)
+
+        try:
+            scheduler.measure_link(dev.id, h2d, d2h)
+        except Exception as exc:  # an unmeasurable link keeps the default figures
+            log.warning("hermes: could not measure the host link of %s: %s", dev.id, exc)
+
+
 def place(outputs: list[Node], *, commit: bool = True) -> dict[int, Placement]:
     """A device for every node reachable from ``outputs`` (keyed by ``id(node)``).
 
@@ -37,6 +64,7 @@ def place(outputs: list[Node], *, commit: bool = True) -> dict[int, Placement]:
     """
     scheduler = default_scheduler()
     all_devices = devices()
+    _measure_links(scheduler, all_devices)
     # queue wait per device now, plus what this graph has already put there
     wait = {d.id: d.load().expected_free_s for d in all_devices}
     placed: dict[int, Placement] = {}
