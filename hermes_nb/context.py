@@ -21,6 +21,9 @@ class Options:
 
     fuse: bool = True
     progress: bool = False
+    #: split large data-parallel kernels across devices: "auto" (when the scheduler
+    #: predicts a gain), "never", or "always" (every splittable kernel; for testing)
+    coexec: str = "auto"
 
 
 _options: ContextVar[Options] = ContextVar("hermes_options", default=Options())
@@ -57,13 +60,16 @@ def policy(name: str) -> Iterator[str]:
 
 
 @contextmanager
-def options(**changes: bool) -> Iterator[Options]:
+def options(**changes: bool | str) -> Iterator[Options]:
     """Change compiler/runtime options inside the block, e.g. ``hm.options(fuse=False)``."""
     current = _options.get()
     unknown = set(changes) - set(current.__dataclass_fields__)
     if unknown:
         allowed = ", ".join(current.__dataclass_fields__)
         raise ValueError(f"options: unknown option(s) {sorted(unknown)}; allowed: {allowed}")
+    if "coexec" in changes and changes["coexec"] not in ("auto", "never", "always"):
+        raise ValueError(f"options: coexec must be 'auto', 'never' or 'always', got "
+                         f"{changes['coexec']!r}")
     token = _options.set(replace(current, **changes))
     try:
         yield _options.get()

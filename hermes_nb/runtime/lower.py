@@ -16,6 +16,7 @@ from hermes_nb.devices import get_device
 from hermes_nb.errors import DeviceError
 from hermes_nb.ir.node import Node, OpSpec, toposort
 from hermes_nb.runtime import profile
+from hermes_nb.runtime.coexec import lower_split
 from hermes_nb.runtime.placement import Placement
 from hermes_nb.runtime.resident import Resident
 from hermes_nb.scheduler import Decision, default_scheduler
@@ -33,6 +34,8 @@ def lower(outputs: list[Node], placed: dict[int, Placement], run_id: int
             graph[node.key] = node.attrs["handle"]
         elif node.op in ("constant", "random"):
             graph[node.key] = (load_host_source, OpSpec.of(node, where.device))
+        elif where.tiles:
+            lower_split(node, OpSpec.of(node, where.device), where.tiles, run_id, graph)
         else:
             graph[node.key] = (run_op, OpSpec.of(node, where.device), where.decision, run_id,
                                *(i.key for i in node.inputs))

@@ -11,19 +11,55 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hermes_nb.context import current_options
 from hermes_nb.devices import Device, devices
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import Kind, kind_of
-from hermes_nb.scheduler import Decision, InputData, Scheduler, default_scheduler, kernel_info_of
+from hermes_nb.runtime.coexec import MIN_ROWS_PER_TILE, Tile, split_axis
+from hermes_nb.scheduler import (
+    Decision,
+    InputData,
+    Scheduler,
+    default_scheduler,
+    kernel_info_of,
+    plan_split,
+)
 
 log = logging.getLogger("hermes_nb.runtime")
 HOST = "cpu:0"
+COEXEC_MIN_BYTES = 16 << 20  # smaller kernels finish before a split pays for its copies
 
 
 @dataclass(frozen=True)
 class Placement:
-    device: str
+    device: str  # where the value ends up
     decision: Decision | None  # None for sources and resident values
+    tiles: tuple[Tile, ...] = ()  # row tiles per device when co-executed
+
+
+def _tiles(node: Node, decision: Decision, candidates: list[str], scheduler: Scheduler,
+           inputs: list[InputData], wait: dict[str, float]) -> tuple[Tile, ...]:
+    """Row tiles across devices when co-execution is asked for or predicted to gain."""
+    mode = current_options().coexec
+    split = split_axis(node)
+    if (mode == "never" or split is None or len(candidates) < 2 or node.device is not None
+            or decision.policy not in ("auto", "fastest")):
+        return ()
+    rows = split[0]
+    if mode == "always":
+        bounds = np.linspace(0, rows, len(candidates) + 1).astype(int)
+        return tuple(Tile(d, int(a), int(b)) for d, a, b in zip(candidates, bounds, bounds[1:])
+                     if b > a)
+    if decision.calibrating or node.nbytes < COEXEC_MIN_BYTES:
+        return ()
+    try:
+        plan = plan_split(scheduler, decision.kernel, candidates, inputs=inputs, wait_s=wait,
+                          align=MIN_ROWS_PER_TILE)
+    except ValueError:  # not every device is calibrated yet
+        return ()
+    if len(plan.shares) < 2:
+        return ()
+    return tuple(Tile(d, a, b) for d, a, b in plan.ranges)
 
 
 def capable(device: Device, node: Node) -> bool:
@@ -79,6 +115,10 @@ def place(outputs: list[Node], *, commit: bool = True) -> dict[int, Placement]:
         inputs = [InputData(i.nbytes, on={placed[id(i)].device}) for i in node.inputs]
         decision = scheduler.decide(kernel_info_of(node), candidates, pinned=node.device,
                                     inputs=inputs, wait_s=wait, commit=commit)
+        tiles = _tiles(node, decision, candidates, scheduler, inputs, wait) if commit else ()
+        if tiles:
+            placed[id(node)] = Placement(HOST, decision, tiles)
+            continue
         wait[decision.device] = wait.get(decision.device, 0.0) + (decision.estimate_s or 0.0)
         placed[id(node)] = Placement(decision.device, decision)
     return placed
