@@ -40,6 +40,9 @@ class Device(ABC):
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
         self.counters = LoadCounters()
+        #: runs on the host's CPU cores (cpu:0, OpenCL CPU devices): two such devices add
+        #: no throughput together, so co-execution never splits a kernel between them
+        self.shares_host_cores = False
 
     @property
     def id(self) -> str:

@@ -34,6 +34,7 @@ class CPUDevice(Device):
             0, name, memory_bytes=_memory_bytes(), compute_units=os.cpu_count() or 1, fp64=True
         )
         self._ops = ArrayOps(np, scipy.ndimage)
+        self.shares_host_cores = True
 
     def from_host(self, array: np.ndarray) -> np.ndarray:
         return np.array(array, order="C", copy=True)

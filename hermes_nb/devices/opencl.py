@@ -114,6 +114,7 @@ class OpenCLDevice(Device):
         self._stencil_configs: dict[Any, Any] = {}  # StencilProgram -> StencilConfig | None
         # CPUs want each work-item on a contiguous run; GPUs want neighbours on neighbours.
         self._cpu = bool(cl_device.type & cl.device_type.CPU)
+        self.shares_host_cores = self._cpu  # PoCL & co. run on the cores cpu:0 uses
         # Vector width of fused float kernels: the device's native one (AVX-512 PoCL: 16
         # floats, 8 doubles). Below 4 (GPUs) scalar code is already vectorised across items.
         self._vector_width = {

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hermes_nb.context import current_options
-from hermes_nb.devices import Device, devices
+from hermes_nb.devices import Device, devices, get_device
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import Kind, kind_of
 from hermes_nb.runtime.coexec import MIN_ROWS_PER_TILE, Tile, split_axis
@@ -51,6 +51,12 @@ def _tiles(node: Node, decision: Decision, candidates: list[str], scheduler: Sch
         return tuple(Tile(d, int(a), int(b)) for d, a, b in zip(candidates, bounds, bounds[1:])
                      if b > a)
     if decision.calibrating or node.nbytes < COEXEC_MIN_BYTES:
+        return ()
+    # devices on the host's cores share them: keep one of those, the chosen one if it is
+    host = [d for d in candidates if get_device(d).shares_host_cores]
+    keep_host = [decision.device] if decision.device in host else host[:1]
+    candidates = [d for d in candidates if d not in host or d in keep_host]
+    if len(candidates) < 2:
         return ()
     try:
         plan = plan_split(scheduler, decision.kernel, candidates, inputs=inputs, wait_s=wait,
