@@ -51,16 +51,6 @@ class Workload:
     tolerance: float
 
 
-def _median(fn: Callable[[], Any], repeats: int) -> float:
-    fn()  # warm-up: compiles, caches, page faults
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def _hermes(build: Callable[..., hm.Tensor], arrays: list[np.ndarray], device: str
             ) -> Callable[[], Any]:
     """A callable computing ``build(*tensors)`` on ``device`` with inputs resident there."""
@@ -230,6 +220,25 @@ def w4_row_sum(n: int) -> Workload:
                     "numpy", candidates, numpy_run(), 1e-4)
 
 
+def scheduling_overhead(kernels: int = 200) -> float:
+    """Seconds the runtime spends placing one kernel (estimates, policy, load), median."""
+    from hermes_nb.compiler import optimize
+    from hermes_nb.runtime.placement import place
+
+    x = hm.asarray(np.ones((64, 64), np.float32))
+    t = x
+    for _ in range(kernels):  # a chain of matmuls: one kernel each, nothing fuses
+        t = t @ x
+    (root,) = optimize([t.node])
+    place([root])
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        place([root])
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) / (kernels + 1)
+
+
 WORKLOADS = {"W1": w1_blur_sobel, "W2": w2_elementwise, "W3": w3_matmul, "W4": w4_row_sum}
 FULL = {"W1": 4096, "W2": 2**25, "W3": 2048, "W4": 4096}
 QUICK = {"W1": 256, "W2": 2**16, "W3": 128, "W4": 256}
@@ -240,15 +249,27 @@ def run(names: list[str], quick: bool, repeats: int) -> list[Result]:
     results: list[Result] = []
     for name in names:
         wl = WORKLOADS[name](sizes[name])
-        print(f"\n{wl.name}: {wl.description}  (median of {repeats}; ratio vs {wl.baseline})")
+        print(f"\n{wl.name}: {wl.description}  (median of {repeats} interleaved rounds; "
+              f"ratio vs {wl.baseline})")
         rows = []
+        working: dict[str, Callable[[], Any]] = {}
         for label, fn in wl.candidates.items():
             try:
-                median = _median(fn, repeats)
-                value = _value(fn)
+                fn()  # warm-up: compiles, caches, page faults
+                working[label] = fn
             except Exception as exc:  # a failing candidate is reported, not fatal
                 print(f"  {label:<26} failed: {type(exc).__name__}: {exc}")
-                continue
+        # interleaved rounds: every candidate meets the same machine state (a device
+        # that just ran leaves busy threads and caches behind for whoever runs next)
+        times: dict[str, list[float]] = {label: [] for label in working}
+        for _ in range(repeats):
+            for label, fn in working.items():
+                start = time.perf_counter()
+                fn()
+                times[label].append(time.perf_counter() - start)
+        for label, fn in working.items():
+            median = statistics.median(times[label])
+            value = _value(fn)
             scale = max(float(np.max(np.abs(wl.reference))), 1e-30)
             error = float(np.max(np.abs(value - wl.reference))) / scale if value.size else 0.0
             rows.append(Result(wl.name, label, median, wl.amount / median, wl.unit,
@@ -277,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     repeats = args.repeats or (3 if args.quick else 5)
     print("devices:", ", ".join(f"{d.id} ({d.name})" for d in hm.devices()))
     results = run(names, args.quick, repeats)
+    print(f"\nscheduling overhead: {scheduling_overhead() * 1e6:.1f} µs per kernel "
+          "(estimates + policy + load snapshot; Dask's own per-task cost comes on top)")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump([asdict(r) for r in results], fh, indent=2)
