@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.ndimage
 
 from hermes_nb.compiler.rewrite import rebuild
 from hermes_nb.devices.array_backend import ArrayOps
@@ -26,7 +25,7 @@ def _foldable(node: Node, inputs: tuple[Node, ...]) -> bool:
 
 def fold_constants(outputs: list[Node]) -> list[Node]:
     # evaluated by the compiler with NumPy's semantics, not run as a device kernel
-    host = ArrayOps(np, scipy.ndimage)
+    host = ArrayOps(np, "scipy.ndimage")
 
     def replace(node: Node, inputs: tuple[Node, ...]) -> Node | None:
         if not _foldable(node, inputs):

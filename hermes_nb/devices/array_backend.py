@@ -78,11 +78,20 @@ def _binary(xp: ModuleType) -> dict[str, Callable[[Any, Any], Any]]:
 class ArrayOps:
     """Runs one op spec with array module ``xp`` and its ndimage module."""
 
-    def __init__(self, xp: ModuleType, ndimage: ModuleType) -> None:
+    def __init__(self, xp: ModuleType, ndimage: ModuleType | str) -> None:
         self.xp = xp
-        self.ndimage = ndimage
+        # a module name is imported on first use: scipy.ndimage alone costs ~0.15 s
+        self._ndimage = ndimage
         self.unary = _unary(xp)
         self.binary = _binary(xp)
+
+    @property
+    def ndimage(self) -> ModuleType:
+        if isinstance(self._ndimage, str):
+            import importlib
+
+            self._ndimage = importlib.import_module(self._ndimage)
+        return self._ndimage
 
     def run(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         xp = self.xp

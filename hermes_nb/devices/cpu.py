@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.ndimage
 
 from hermes_nb.devices.array_backend import ArrayOps
 from hermes_nb.devices.base import Device
@@ -33,7 +32,7 @@ class CPUDevice(Device):
         super().__init__(
             0, name, memory_bytes=_memory_bytes(), compute_units=os.cpu_count() or 1, fp64=True
         )
-        self._ops = ArrayOps(np, scipy.ndimage)
+        self._ops = ArrayOps(np, "scipy.ndimage")
         self.shares_host_cores = True
 
     def from_host(self, array: np.ndarray) -> np.ndarray:
