@@ -77,6 +77,16 @@ from hermes_nb.tensor import Tensor
 
 __version__ = "0.1.0"
 
+
+def load_ipython_extension(ip: object) -> None:
+    """``%load_ext hermes_nb``: register the ``%hermes`` / ``%%hermes`` magics.
+
+    Imported lazily so ``import hermes_nb`` never needs IPython.
+    """
+    from hermes_nb.notebook.magic import load_ipython_extension as _load
+
+    _load(ip)
+
 __all__ = [
     "Device", "DeviceError", "LoadSampler", "Pipeline", "Plan", "Stage", "Tensor",
     "abs", "add", "arange", "argmax", "argmin", "asarray", "astype", "bool", "broadcast_to",

@@ -101,6 +101,22 @@ class Tensor:
                 state += f", pinned to {self.device}"
         return f"Tensor(shape={shape}, dtype={self.dtype.name}, {state})"
 
+    def _repr_html_(self) -> str:
+        """Notebook view: shape, dtype, and whether it is lazy (with its op count) or where it lives."""
+        import html
+
+        if self.is_materialized:
+            state = f"materialised on <code>{html.escape(str(self.device))}</code>"
+        else:
+            ops = sum(1 for n in toposort([self._node]) if n.op not in _SOURCE_OPS)
+            state = f"lazy, {ops} op{'s' if ops != 1 else ''}"
+            if self.device:
+                state += f", pinned to <code>{html.escape(self.device)}</code>"
+        return (
+            f"<div class='hermes-tensor'><b>Tensor</b> shape=<code>{html.escape(str(self.shape))}"
+            f"</code> dtype=<code>{html.escape(self.dtype.name)}</code> ({state})</div>"
+        )
+
     # ---- evaluation ---------------------------------------------------------------
     def compute(self) -> Tensor:
         """Run the graph and return a materialised tensor (its value stays on its device)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 from dataclasses import dataclass, field
@@ -46,6 +47,27 @@ class Profile:
             failed = f"; failed first on {', '.join(k.failures)}" if k.failures else ""
             lines.append(f"  {k.key:<28} {k.device:<10} {k.seconds * 1e3:9.3f} ms{failed}")
         return "\n".join(lines)
+
+    def _repr_pretty_(self, p: object, cycle: bool) -> None:
+        # IPython's text view: the readable table, not the dataclass field dump
+        p.text(str(self))  # type: ignore[attr-defined]
+
+    def _repr_html_(self) -> str:
+        with self._lock:  # a copy: kernels may still be appended by worker threads
+            kernels = list(self.kernels)
+        rows = "".join(
+            f"<tr><td>{html.escape(k.key)}</td><td>{html.escape(k.op)}</td>"
+            f"<td>{html.escape(k.device)}</td><td>{k.seconds * 1e3:.3f}</td>"
+            f"<td>{'' if k.estimate_s is None else f'{k.estimate_s * 1e3:.3f}'}</td>"
+            f"<td>{html.escape(k.reason)}</td><td>{html.escape(', '.join(k.failures))}</td></tr>"
+            for k in kernels
+        )
+        return (
+            f"<div class='hermes-profile'><b>Profile</b>: {len(kernels)} kernel(s) in "
+            f"{self.seconds * 1e3:.2f} ms<table><thead><tr><th>kernel</th><th>op</th>"
+            "<th>device</th><th>ms</th><th>estimate ms</th><th>why</th><th>failed first on</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table></div>"
+        )
 
 
 _profiles: dict[int, Profile] = {}

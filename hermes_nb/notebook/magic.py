@@ -1,0 +1,170 @@
+"""The ``%%hermes`` cell magic and ``%hermes`` line magic.
+
+``%%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile]`` runs the cell with
+those settings scoped to it, then computes every lazy tensor the cell assigned to a name in
+one graph (so shared work runs once) and rebinds the names to the results.
+
+``%hermes devices|load|options|explain NAME`` shows tables about the runtime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from contextlib import ExitStack
+from typing import Any
+
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.display import display
+
+import hermes_nb as hm
+from hermes_nb.context import POLICIES
+from hermes_nb.notebook.reprs import LoadTable, NamedPlans, RunSummary, device_table
+from hermes_nb.runtime.profile import last_profile
+
+CELL_USAGE = "usage: %%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile]"
+LINE_USAGE = "usage: %hermes devices | load | options | explain NAME"
+
+_MISSING = object()
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse would print usage and sys.exit(), which in a kernel is a traceback wall;
+    # raising lets the magic print one line instead
+    def error(self, message: str) -> Any:
+        raise _UsageError(message)
+
+
+def _cell_parser() -> _Parser:
+    parser = _Parser(prog="%%hermes", add_help=False, allow_abbrev=False)
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--policy", default=None)
+    parser.add_argument("--no-fuse", dest="fuse", action="store_false")
+    parser.add_argument("--explain", action="store_true")
+    parser.add_argument("--profile", action="store_true")
+    return parser
+
+
+def _error(message: str) -> None:
+    print(f"hermes: {message}", file=sys.stderr)
+
+
+def _new_lazy_tensors(before: dict[str, Any], after: dict[str, Any]) -> dict[str, hm.Tensor]:
+    """Names the cell bound (new or rebound) to a lazy Tensor; ``_``-names are IPython's."""
+    return {
+        name: value
+        for name, value in after.items()
+        if not name.startswith("_")
+        and isinstance(value, hm.Tensor)
+        and not value.is_materialized
+        and before.get(name, _MISSING) is not value
+    }
+
+
+@magics_class
+class HermesMagics(Magics):
+    @line_cell_magic
+    def hermes(self, line: str, cell: str | None = None) -> None:
+        """%%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile]
+        %hermes devices | load | options | explain NAME
+        """
+        if cell is None:
+            self._line(line)
+        else:
+            self._cell(line, cell)
+
+    # ---- line magic ---------------------------------------------------------------
+    def _line(self, line: str) -> None:
+        words = line.split()
+        if words == ["devices"]:
+            display(device_table())
+        elif words == ["load"]:
+            display(LoadTable(tuple(hm.load())))
+        elif words == ["options"]:
+            from hermes_nb.context import pinned_device
+
+            opts = hm.current_options()
+            print(f"hermes: device={pinned_device() or 'unpinned'} policy={hm.current_policy()} "
+                  f"fuse={opts.fuse} coexec={opts.coexec} progress={opts.progress}")
+        elif len(words) == 2 and words[0] == "explain":
+            value = self.shell.user_ns.get(words[1], _MISSING)
+            if not isinstance(value, hm.Tensor):
+                _error(f"explain: {words[1]!r} is not a Tensor in this namespace")
+                return
+            display(value.explain())
+        else:
+            _error(LINE_USAGE)
+
+    # ---- cell magic ---------------------------------------------------------------
+    def _cell(self, line: str, cell: str) -> None:
+        try:
+            args = _cell_parser().parse_args(shlex.split(line))
+            if args.device is not None:
+                hm.get_device(args.device)  # validate before running anything
+            if args.policy is not None and args.policy not in POLICIES:
+                raise _UsageError(f"unknown policy {args.policy!r}; choose one of {', '.join(POLICIES)}")
+        except (_UsageError, ValueError, TypeError) as exc:
+            _error(f"{exc} ({CELL_USAGE})")
+            return
+
+        with ExitStack() as scope:
+            # the settings hold for building the graph (device pinning) and for running it
+            # (fusion, placement policy), so the compute below stays inside the scope
+            if args.device is not None:
+                scope.enter_context(hm.device(args.device))
+            if args.policy is not None:
+                scope.enter_context(hm.policy(args.policy))
+            if not args.fuse:
+                scope.enter_context(hm.options(fuse=False))
+
+            ns = self.shell.user_ns
+            before = dict(ns)
+            # run_cell (not exec) so a failing user line gets IPython's usual traceback
+            result = self.shell.run_cell(cell)
+            if not result.success:
+                return
+            assigned = _new_lazy_tensors(before, ns)
+
+            if args.explain:
+                display(NamedPlans(tuple((name, t.explain()) for name, t in assigned.items())))
+                return
+
+            # one tensor bound to several names is computed once
+            unique: dict[int, hm.Tensor] = {}
+            for t in assigned.values():
+                unique.setdefault(id(t), t)
+            previous = last_profile()
+            start = time.perf_counter()
+            try:
+                results = hm.compute(*unique.values()) if unique else ()
+            except Exception as exc:  # report in one line; the kernel stays usable
+                _error(f"compute failed: {type(exc).__name__}: {exc}")
+                return
+            wall = time.perf_counter() - start
+
+        done = dict(zip(unique, results))
+        for name, t in assigned.items():
+            ns[name] = done[id(t)]
+        profile = last_profile()
+        if profile is previous:  # nothing ran (no tensors assigned)
+            profile = None
+        kernels = profile.kernels if profile is not None else []
+        used = tuple(sorted({k.device for k in kernels}))
+        summary = RunSummary(tuple(assigned), len(kernels), used, wall, profile)
+        display(summary)
+        if args.profile:
+            if profile is not None:
+                display(profile)
+            else:
+                print("hermes: no profile (nothing was computed)")
+
+
+def load_ipython_extension(ip: Any) -> None:
+    """Register the magics with an IPython shell (``%load_ext hermes_nb``)."""
+    ip.register_magics(HermesMagics)

@@ -1,0 +1,269 @@
+"""The ``%%hermes`` / ``%hermes`` IPython magics and the notebook reprs, without a kernel."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("IPython")
+
+from IPython.core.interactiveshell import InteractiveShell
+
+import hermes_nb as hm
+from hermes_nb.notebook import magic
+from hermes_nb.notebook.reprs import (
+    LoadTable,
+    NamedPlans,
+    RunSummary,
+    device_table,
+)
+from hermes_nb.runtime import last_profile
+
+GRAPH = """
+x = hm.Tensor.random((32, 32), seed=0)
+y = (x * 2 + 1).sum(axis=1)
+z = hm.relu(x - 0.5)
+n = 3
+"""
+
+
+@pytest.fixture
+def shell() -> Iterator[InteractiveShell]:
+    ip = InteractiveShell.instance()
+    ip.run_cell("import hermes_nb as hm\n%load_ext hermes_nb", store_history=False)
+    try:
+        yield ip
+    finally:
+        InteractiveShell.clear_instance()  # the next test gets a fresh namespace
+
+
+@pytest.fixture
+def shown(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every object the magics pass to ``display``."""
+    objects: list[Any] = []
+    monkeypatch.setattr(magic, "display", objects.append)
+    return objects
+
+
+@pytest.fixture
+def compute_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of tensors in each ``hm.compute`` call."""
+    calls: list[int] = []
+    real = hm.compute
+
+    def spy(*tensors: hm.Tensor) -> tuple[hm.Tensor, ...]:
+        calls.append(len(tensors))
+        return real(*tensors)
+
+    monkeypatch.setattr(hm, "compute", spy)
+    return calls
+
+
+def test_cell_computes_assigned_tensors_in_one_graph(
+    shell: InteractiveShell, shown: list[Any], compute_calls: list[int]
+) -> None:
+    result = shell.run_cell("%%hermes" + GRAPH)
+    assert result.success
+    assert compute_calls == [3]  # x, y and z together; n is no tensor
+    ns = shell.user_ns
+    for name in ("x", "y", "z"):
+        assert ns[name].is_materialized, name
+    assert ns["n"] == 3
+    assert ns["y"].shape == (32,)
+    (summary,) = shown
+    assert isinstance(summary, RunSummary)
+    assert summary.names == ("x", "y", "z")
+    assert summary.kernels == len(last_profile().kernels) > 0
+    assert summary.devices == tuple(sorted({k.device for k in last_profile().kernels}))
+    assert "kernel(s)" in repr(summary) and "ms" in repr(summary)
+
+
+def test_names_bound_to_old_or_materialised_tensors_are_left_alone(
+    shell: InteractiveShell, shown: list[Any], compute_calls: list[int]
+) -> None:
+    shell.run_cell("a = hm.ones((3,)) * 2\nb = hm.ones((2,)).compute()")
+    before_a = shell.user_ns["a"]
+    shell.run_cell("%%hermes\nc = a + 1\nd = c\nb2 = b")
+    assert compute_calls == [1]  # c and d are one tensor; a was not assigned; b2 is materialised
+    assert shell.user_ns["a"] is before_a and not before_a.is_materialized
+    assert shell.user_ns["c"] is shell.user_ns["d"]
+    assert shell.user_ns["c"].numpy().tolist() == [3.0, 3.0, 3.0]
+
+
+def test_device_option_pins(shell: InteractiveShell, shown: list[Any]) -> None:
+    shell.run_cell("%%hermes --device cpu:0" + GRAPH)
+    assert {k.device for k in last_profile().kernels} == {"cpu:0"}
+    assert shown[0].devices == ("cpu:0",)
+    assert shell.user_ns["y"].device == "cpu:0"
+
+
+def test_settings_are_scoped_to_the_cell(shell: InteractiveShell, shown: list[Any]) -> None:
+    shell.run_cell("%%hermes --device cpu:0 --policy cpu --no-fuse\nt = hm.ones((2,)) + 1")
+    from hermes_nb.context import pinned_device
+
+    assert pinned_device() is None
+    assert hm.current_policy() == "auto"
+    assert hm.current_options().fuse is True
+
+
+def test_no_fuse_runs_more_kernels(shell: InteractiveShell, shown: list[Any]) -> None:
+    shell.run_cell("%%hermes --device cpu:0" + GRAPH)
+    fused = shown[-1].kernels
+    shell.run_cell("%%hermes --device cpu:0 --no-fuse" + GRAPH)
+    assert shown[-1].kernels > fused
+
+
+def test_explain_computes_nothing_and_shows_plans(
+    shell: InteractiveShell, shown: list[Any], compute_calls: list[int]
+) -> None:
+    shell.run_cell("%%hermes --explain" + GRAPH)
+    assert compute_calls == []
+    assert not shell.user_ns["y"].is_materialized
+    (plans,) = shown
+    assert isinstance(plans, NamedPlans)
+    assert [name for name, _ in plans.plans] == ["x", "y", "z"]
+    assert "y: Plan:" in repr(plans)
+    assert "<table>" in plans._repr_html_()
+
+
+def test_profile_option_displays_the_profile(shell: InteractiveShell, shown: list[Any]) -> None:
+    shell.run_cell("%%hermes --profile" + GRAPH)
+    summary, profile = shown
+    assert profile is last_profile() is summary.profile
+    assert "<table>" in profile._repr_html_()
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ("--bogus", "unrecognized arguments: --bogus"),
+        ("--device nope:7", "unknown device 'nope:7'"),
+        ("--policy nope", "unknown policy 'nope'"),
+        ("--device", "expected one argument"),
+        ('--device "cpu:0', "quotation"),
+    ],
+)
+def test_bad_options_print_one_line_and_run_nothing(
+    shell: InteractiveShell,
+    shown: list[Any],
+    compute_calls: list[int],
+    capsys: pytest.CaptureFixture[str],
+    options: str,
+    expected: str,
+) -> None:
+    result = shell.run_cell(f"%%hermes {options}\nran = hm.ones((2,))")
+    assert result.success  # the magic reports; it does not raise
+    err = capsys.readouterr().err.strip()
+    assert expected in err
+    assert "\n" not in err and "Traceback" not in err
+    assert err.startswith("hermes: ") and "usage: %%hermes" in err
+    assert "ran" not in shell.user_ns
+    assert compute_calls == [] and shown == []
+
+
+def test_failing_user_line_shows_its_error_and_computes_nothing(
+    shell: InteractiveShell,
+    shown: list[Any],
+    compute_calls: list[int],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    shell.run_cell("%%hermes\nq = hm.ones((2,)) + 1\nboom = 1 / 0\n")
+    out = capsys.readouterr()
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.out + out.err)  # drop the traceback's colours
+    assert "ZeroDivisionError" in text
+    assert "1 / 0" in text  # IPython's traceback points at the user's own line
+    assert compute_calls == [] and shown == []
+    assert not shell.user_ns["q"].is_materialized
+
+
+def test_compute_failure_is_reported_in_one_line(
+    shell: InteractiveShell,
+    shown: list[Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def broken(*tensors: hm.Tensor) -> tuple[hm.Tensor, ...]:
+        raise RuntimeError("device fell over")
+
+    monkeypatch.setattr(hm, "compute", broken)
+    result = shell.run_cell("%%hermes\nq = hm.ones((2,)) + 1")
+    assert result.success
+    assert capsys.readouterr().err.strip() == "hermes: compute failed: RuntimeError: device fell over"
+    assert shown == []
+
+
+def test_line_magic_devices_and_load(shell: InteractiveShell, shown: list[Any]) -> None:
+    shell.run_cell("%hermes devices")
+    shell.run_cell("%hermes load")
+    devices, load = shown
+    assert [d.id for d in devices] == [d.id for d in hm.devices()]
+    assert "cpu:0" in repr(devices) and "compute units" in repr(devices)
+    assert isinstance(load, LoadTable)
+    assert [s.device for s in load.snapshots] == [d.id for d in hm.devices()]
+    assert "busy" in repr(load) and "<td>cpu:0</td>" in load._repr_html_()
+
+
+def test_line_magic_prints_tables_without_patching(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shell.run_cell("%hermes devices")
+    shell.run_cell("%hermes options")
+    out = capsys.readouterr().out
+    assert "cpu:0" in out and "compute units" in out
+    assert "policy=auto" in out and "fuse=True" in out
+
+
+def test_line_magic_explain(shell: InteractiveShell, shown: list[Any]) -> None:
+    shell.run_cell("t = (hm.ones((4, 4)) * 2).sum()")
+    shell.run_cell("%hermes explain t")
+    (plan,) = shown
+    assert isinstance(plan, hm.Plan) and len(plan) >= 1
+
+
+@pytest.mark.parametrize("line", ["", "frob", "explain", "explain missing", "devices extra"])
+def test_line_magic_misuse_prints_one_line(
+    shell: InteractiveShell, shown: list[Any], capsys: pytest.CaptureFixture[str], line: str
+) -> None:
+    result = shell.run_cell(f"%hermes {line}")
+    assert result.success
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("hermes: ") and "\n" not in err
+    assert shown == []
+
+
+def test_device_table_reprs() -> None:
+    table = device_table()
+    assert len(table) == len(hm.devices()) and table[0].id == "cpu:0"
+    html_ = table._repr_html_()
+    assert "<th>fp64</th>" in html_ and "<td>cpu:0</td>" in html_
+
+
+def test_reprs_escape_html() -> None:
+    summary = RunSummary(("<b>x</b>",), 2, ("cpu:0",), 0.0015)
+    assert "<b>x</b>" not in summary._repr_html_()
+    assert "&lt;b&gt;x&lt;/b&gt;" in summary._repr_html_()
+    assert "2 kernel(s) on cpu:0" in repr(summary) and "1.50 ms" in repr(summary)
+    plan = hm.ones((2,)).__add__(1).explain()
+    plans = NamedPlans((("<script>", plan),))
+    assert "<script>" not in plans._repr_html_() and "&lt;script&gt;" in plans._repr_html_()
+
+
+def test_profile_html_escapes_and_lists_kernels() -> None:
+    from hermes_nb.runtime.profile import KernelRun, Profile
+
+    profile = Profile(kernels=[KernelRun("k<1>", "add", "cpu:0", 0.0, 0.002, None, "why <&>", ("x: <e>",))])
+    profile.finished = profile.started + 0.01
+    page = profile._repr_html_()
+    assert "k&lt;1&gt;" in page and "why &lt;&amp;&gt;" in page and "x: &lt;e&gt;" in page
+    assert "<td>2.000</td>" in page and "1 kernel(s)" in page
+
+
+def test_tensor_html_repr() -> None:
+    lazy = hm.ones((2, 3)) * 2
+    page = lazy._repr_html_()
+    assert "(2, 3)" in page and "float64" in page and "lazy, 1 op" in page
+    done = lazy.compute()._repr_html_()
+    assert "materialised on <code>" in done and "lazy" not in done
