@@ -531,6 +531,35 @@ def _numba_type(dtype: str, readonly: bool) -> Any:
     return types.Array(numba.from_dtype(np.dtype(dtype)), 1, "C", readonly=readonly)
 
 
+def build_kernel(source: str, prefix: str, signature: tuple[Any, ...]) -> Any:
+    """Write generated ``source`` to the kernel cache, import it and compile its
+    ``kernel`` for ``signature`` only (Numba's disk cache makes a new process skip this).
+
+    A failure raises :class:`KernelBuildError` naming the saved file; nothing is cached.
+    """
+    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
+    path = _write_module(source, f"{prefix}{digest}")
+    name = f"hermes_nb_numba_{prefix or 'k'}_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+        kernel = module.kernel
+        kernel.compile(signature)
+    except Exception as exc:  # a Numba typing/lowering error: report, do not cache
+        from hermes_nb.errors import KernelBuildError
+
+        sys.modules.pop(name, None)
+        raise KernelBuildError(
+            f"Numba build failed; source saved to {path}\n{type(exc).__name__}: {exc}",
+            log=str(exc), source_path=str(path),
+        ) from exc
+    kernel.disable_compile()  # one machine-code version per variant, never per call
+    return kernel
+
+
 def compile_elementwise(program: Program, variant: Variant) -> Any:
     """The compiled kernel of ``variant`` (see the module docstring for its arguments).
 
@@ -545,31 +574,11 @@ def compile_elementwise(program: Program, variant: Variant) -> Any:
         kernel = _KERNELS.get(key)
         if kernel is not None:
             return kernel
-        source = render(program, variant)
-        digest = hashlib.sha256(source.encode()).hexdigest()[:32]
-        path = _write_module(source, digest)
-        name = f"hermes_nb_numba_k_{digest}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
         outs = [_numba_type(program.dtype_of(v), False) for v in program.outputs]
         ins = [_numba_type(d, True) for d in program.input_dtypes]
         extra = [types.Array(types.uint64, 1, "C", readonly=True),
                  types.Array(types.uint64, 2, "C", readonly=True)] if variant[0] == "nd" else []
-        try:
-            spec.loader.exec_module(module)
-            kernel = module.kernel
-            kernel.compile(tuple(outs + extra + ins))
-        except Exception as exc:  # a Numba typing/lowering error: report, do not cache
-            from hermes_nb.errors import KernelBuildError
-
-            sys.modules.pop(name, None)
-            raise KernelBuildError(
-                f"Numba build failed; source saved to {path}\n{type(exc).__name__}: {exc}",
-                log=str(exc), source_path=str(path),
-            ) from exc
-        kernel.disable_compile()  # one machine-code version per variant, never per call
+        kernel = build_kernel(render(program, variant), "", tuple(outs + extra + ins))
         _KERNELS[key] = kernel
         return kernel
 

@@ -36,10 +36,7 @@ as one element (class ``"s"``).
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import math
-import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -55,7 +52,7 @@ from hermes_nb.codegen.numba_cpu import (
     _Emitter,
     _literal,
     _numba_type,
-    _write_module,
+    build_kernel,
 )
 from hermes_nb.compiler.program import Program
 
@@ -285,24 +282,14 @@ def compile_reduce(attrs: dict[str, Any], variant: Variant) -> Any:
         kernel = _KERNELS.get(key)
         if kernel is not None:
             return kernel
-        source = render(attrs, variant)
-        digest = hashlib.sha256(source.encode()).hexdigest()[:32]
-        path = _write_module(source, f"r{digest}")
-        name = f"hermes_nb_numba_r_{digest}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        kernel = module.kernel
         epi = attrs["epilogue"]
         out_t = epi.dtype_of(epi.outputs[0]) if epi is not None else attrs["reduce_dtype"]
         meta = [types.Array(types.uint64, 1, "C", readonly=True),
                 types.Array(types.uint64, 2, "C", readonly=True)] * 2
         ins = [_numba_type(d, True) for d in attrs["prologue"].input_dtypes]
         eps = [_numba_type(d, True) for d in (epi.input_dtypes[1:] if epi is not None else ())]
-        kernel.compile((_numba_type(out_t, False), *meta, *ins, *eps))
-        kernel.disable_compile()  # one machine-code version per variant
+        kernel = build_kernel(render(attrs, variant), "r",
+                              (_numba_type(out_t, False), *meta, *ins, *eps))
         _KERNELS[key] = kernel
         return kernel
 

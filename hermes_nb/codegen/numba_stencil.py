@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import math
 import os
 import sys
@@ -61,7 +60,7 @@ import numpy as np
 from numba.core import types
 
 from hermes_nb.codegen import numba_cpu
-from hermes_nb.codegen.numba_cpu import _ctor, _Emitter, _literal, _write_module
+from hermes_nb.codegen.numba_cpu import _ctor, _Emitter, _literal, build_kernel
 from hermes_nb.compiler.program import Program
 from hermes_nb.compiler.stencil_program import ConvStage, PointStage, StencilProgram
 
@@ -488,22 +487,12 @@ def compile_stencil(stencil: StencilProgram) -> Any:
         kernel = _KERNELS.get(key)
         if kernel is not None:
             return kernel
-        source = render(stencil)
-        digest = hashlib.sha256(source.encode()).hexdigest()[:32]
-        path = _write_module(source, digest)
-        name = f"hermes_nb_numba_k_{digest}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        kernel = module.kernel
         out_t = types.Array(numba.from_dtype(np.dtype(stencil.value_dtypes[-1])), 3, "C")
         img_t = types.Array(numba.from_dtype(np.dtype(stencil.value_dtypes[0])), 3, "C",
                             readonly=True)
         maps_t = types.Array(types.int64, 2, "C", readonly=True)
-        kernel.compile((out_t, img_t, types.int64, types.int64, types.int64, maps_t, maps_t))
-        kernel.disable_compile()
+        kernel = build_kernel(render(stencil), "",
+                              (out_t, img_t, types.int64, types.int64, types.int64, maps_t, maps_t))
         _KERNELS[key] = kernel
         return kernel
 
