@@ -1,0 +1,99 @@
+"""A plan as a left-to-right DAG: one box per kernel, columns by depth, edges from inputs."""
+
+from __future__ import annotations
+
+from bokeh.models import ColumnDataSource, Div, HoverTool, Range1d
+from bokeh.plotting import figure
+
+from hermes_nb.plan import Kernel, Plan
+from hermes_nb.widgets._common import device_colors, fmt_bytes, fmt_estimates, message
+
+EMPTY = "the plan has no kernels: explain() a tensor that does some work"
+BOX_W, BOX_H = 0.8, 0.6
+
+
+def depths(kernels: list[Kernel]) -> dict[str, int]:
+    """Each kernel's column: 0 without kernel inputs, else 1 + the deepest kernel input."""
+    by_name = {k.name: k for k in kernels}
+    depth: dict[str, int] = {}
+
+    def visit(name: str, path: frozenset[str]) -> int:
+        if name in depth:
+            return depth[name]
+        inputs = [i for i in by_name[name].inputs if i in by_name and i not in path]
+        d = 1 + max((visit(i, path | {name}) for i in inputs), default=-1)
+        depth[name] = d
+        return d
+
+    for k in kernels:
+        visit(k.name, frozenset())
+    return depth
+
+
+def layout_positions(kernels: list[Kernel]) -> dict[str, tuple[float, float]]:
+    """(x, y) of each kernel's box centre: x = depth, y = its row within that column."""
+    depth = depths(kernels)
+    rows: dict[int, int] = {}
+    pos: dict[str, tuple[float, float]] = {}
+    for k in kernels:
+        row = rows.get(depth[k.name], 0)
+        rows[depth[k.name]] = row + 1
+        pos[k.name] = (float(depth[k.name]), -float(row))
+    return pos
+
+
+def placement(plan: Plan | None) -> figure | Div:
+    """The kernels of ``plan`` as boxes coloured by device, laid out left to right by depth,
+    with an edge from each kernel input; hover for ops, output, traffic, device and why."""
+    if not isinstance(plan, Plan):
+        return message("nothing to place: pass the Plan from tensor.explain()" if plan is None
+                       else f"placement: expected a hermes Plan, got {type(plan).__name__}")
+    kernels = list(plan.kernels)
+    if not kernels:
+        return message(EMPTY)
+    pos = layout_positions(kernels)
+    colors = device_colors(k.device for k in kernels)
+    names = set(pos)
+    boxes = ColumnDataSource(data={
+        "name": [k.name for k in kernels],
+        "x": [pos[k.name][0] for k in kernels],
+        "y": [pos[k.name][1] for k in kernels],
+        "label": [k.name for k in kernels],
+        "ops": [" + ".join(k.ops) for k in kernels],
+        "shape": [str(list(k.shape)) for k in kernels],
+        "dtype": [k.dtype for k in kernels],
+        "bytes": [fmt_bytes(k.bytes_moved) for k in kernels],
+        "device": [k.device for k in kernels],
+        "reason": [k.reason for k in kernels],
+        "estimates": [fmt_estimates(k.estimates) for k in kernels],
+        "sources": [", ".join(i for i in k.inputs if i not in names) or "—" for k in kernels],
+        "color": [colors[k.device] for k in kernels],
+    }, name="kernels")
+    edges = [(i, k.name) for k in kernels for i in k.inputs if i in names]
+    edge_source = ColumnDataSource(data={
+        "start": [a for a, _ in edges],
+        "end": [b for _, b in edges],
+        "xs": [[pos[a][0] + BOX_W / 2, pos[b][0] - BOX_W / 2] for a, b in edges],
+        "ys": [[pos[a][1], pos[b][1]] for a, b in edges],
+    }, name="edges")
+    xs = [p[0] for p in pos.values()]
+    ys = [p[1] for p in pos.values()]
+    fig = figure(
+        title=f"Plan: {len(kernels)} kernel(s)", tools="pan,wheel_zoom,reset,save",
+        x_range=Range1d(min(xs) - 0.6, max(xs) + 0.6), y_range=Range1d(min(ys) - 0.6, 0.6),
+        width=max(300, 180 * (int(max(xs)) + 1)), height=max(160, 90 * (len(set(ys)) + 1)),
+    )
+    fig.multi_line(xs="xs", ys="ys", source=edge_source, line_color="#888", line_width=1.5,
+                   name="edges")
+    rects = fig.rect(x="x", y="y", width=BOX_W, height=BOX_H, source=boxes, fill_color="color",
+                     fill_alpha=0.8, line_color="black", name="kernels")
+    fig.text(x="x", y="y", text="label", source=boxes, text_align="center",
+             text_baseline="middle", text_font_size="8pt")
+    fig.add_tools(HoverTool(renderers=[rects], tooltips=[
+        ("kernel", "@name"), ("ops", "@ops"), ("output", "@dtype @shape"), ("traffic", "@bytes"),
+        ("device", "@device"), ("why", "@reason"), ("estimates", "@estimates"),
+        ("source inputs", "@sources"),
+    ]))
+    fig.axis.visible = False
+    fig.grid.visible = False
+    return fig

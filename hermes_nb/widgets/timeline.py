@@ -1,0 +1,53 @@
+"""A profile as a Gantt chart: one lane per device, one bar per kernel."""
+
+from __future__ import annotations
+
+from bokeh.models import ColumnDataSource, Div, FactorRange, HoverTool
+from bokeh.plotting import figure
+
+from hermes_nb.runtime.profile import Profile
+from hermes_nb.widgets._common import device_colors, fmt_ms, message
+
+EMPTY = "nothing has run yet: compute a tensor first"
+
+
+def timeline(profile: Profile | None) -> figure | Div:
+    """Each kernel of ``profile`` as a bar from its start to its end (ms after the run began),
+    in its device's lane and colour; hover for key, op, time, estimate, reason and failures."""
+    if not isinstance(profile, Profile):
+        return message(EMPTY if profile is None else
+                       f"timeline: expected a hermes Profile, got {type(profile).__name__}")
+    with profile._lock:  # worker threads may still be appending
+        kernels = list(profile.kernels)
+    if not kernels:
+        return message(EMPTY)
+    lanes = list(dict.fromkeys(k.device for k in kernels))
+    colors = device_colors(lanes)
+    origin = profile.started
+    source = ColumnDataSource(data={
+        "key": [k.key for k in kernels],
+        "op": [k.op for k in kernels],
+        "device": [k.device for k in kernels],
+        "lane": [k.device for k in kernels],
+        "start_ms": [(k.start - origin) * 1e3 for k in kernels],
+        "end_ms": [(k.end - origin) * 1e3 for k in kernels],
+        "ms": [f"{k.seconds * 1e3:.3f} ms" for k in kernels],
+        "estimate": [fmt_ms(k.estimate_s) for k in kernels],
+        "reason": [k.reason for k in kernels],
+        "failures": [", ".join(k.failures) or "—" for k in kernels],
+        "color": [colors[k.device] for k in kernels],
+    }, name="kernels")
+    fig = figure(
+        title=f"Profile: {len(kernels)} kernel(s) in {profile.seconds * 1e3:.2f} ms",
+        y_range=FactorRange(factors=list(reversed(lanes))),
+        height=max(160, 60 + 50 * len(lanes)), sizing_mode="stretch_width",
+        x_axis_label="ms since the run began", tools="xpan,xwheel_zoom,reset,save",
+    )
+    bars = fig.hbar(y="lane", left="start_ms", right="end_ms", height=0.7, source=source,
+                    fill_color="color", line_color="black", line_alpha=0.4, name="kernels")
+    fig.add_tools(HoverTool(renderers=[bars], tooltips=[
+        ("kernel", "@key"), ("op", "@op"), ("device", "@device"), ("time", "@ms"),
+        ("estimate", "@estimate"), ("why", "@reason"), ("failed first on", "@failures"),
+    ]))
+    fig.ygrid.grid_line_color = None
+    return fig
