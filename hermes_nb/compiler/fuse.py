@@ -7,8 +7,10 @@ requested output, and it runs on the same device. Scalar constants become litera
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hermes_nb.compiler.program import Instr, Program
-from hermes_nb.compiler.rewrite import rebuild, users
+from hermes_nb.compiler.rewrite import replace_groups, users
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import FLOAT_FUNCTIONS, Kind, kind_of
 
@@ -92,7 +94,7 @@ def fuse_elementwise(outputs: list[Node]) -> list[Node]:
     for node_id, root in root_of.items():
         members.setdefault(root, set()).add(node_id)
 
-    def replace(node: Node, inputs: tuple[Node, ...]) -> Node | None:
+    def build(node: Node, new: Callable[[Node], Node]) -> Node | None:
         group = members.get(id(node))
         if group is None:
             return None
@@ -100,22 +102,7 @@ def fuse_elementwise(outputs: list[Node]) -> list[Node]:
         if len(group) == 1 and not literal_inputs:
             return None
         program, externals = _program(node, group)
-        new_inputs = tuple(_new(e) for e in externals)
-        return Node("fused_elementwise", new_inputs, node.shape, node.dtype,
-                    {"program": program}, node.device)
+        return Node("fused_elementwise", tuple(new(e) for e in externals), node.shape,
+                    node.dtype, {"program": program}, node.device)
 
-    mapped: dict[int, Node] = {}
-
-    def _new(old: Node) -> Node:
-        return mapped[id(old)]
-
-    def tracking(node: Node, inputs: tuple[Node, ...]) -> Node | None:
-        result = replace(node, inputs)
-        if result is None:
-            same = all(a is b for a, b in zip(inputs, node.inputs))
-            result = node if same else Node(node.op, inputs, node.shape, node.dtype, node.attrs,
-                                            node.device)
-        mapped[id(node)] = result
-        return result
-
-    return rebuild(outputs, tracking)
+    return replace_groups(outputs, build)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hermes_nb.compiler.fuse import _program
-from hermes_nb.compiler.fuse_reduce import device_fuses, epilogue_chain, replace_groups
-from hermes_nb.compiler.rewrite import users
+from hermes_nb.compiler.fuse_reduce import device_fuses, epilogue_chain
+from hermes_nb.compiler.rewrite import replace_groups, users
 from hermes_nb.ir.node import Node, toposort
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from hermes_nb.compiler.fuse import _literal, _program
 from hermes_nb.compiler.program import Program
-from hermes_nb.compiler.rewrite import rebuild, users
+from hermes_nb.compiler.rewrite import replace_groups, users
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import FLOAT_FUNCTIONS, Kind, kind_of
 
@@ -84,27 +84,6 @@ def epilogue_chain(head: Node, readers: dict[int, list[Node]], requested: set[in
 def identity_program(dtype: str) -> Program:
     """A program whose output is its one input (a reduction without a prologue)."""
     return Program((dtype,), (), (), (0,))
-
-
-def replace_groups(outputs: list[Node],
-                   build: Callable[[Node, Callable[[Node], Node]], Node | None]) -> list[Node]:
-    """``rebuild`` where ``build(node, new)`` may return a fused node whose inputs it maps
-    through ``new`` (old node -> its rebuilt version)."""
-    mapped: dict[int, Node] = {}
-
-    def new(old: Node) -> Node:
-        return mapped[id(old)]
-
-    def tracking(node: Node, inputs: tuple[Node, ...]) -> Node | None:
-        result = build(node, new)
-        if result is None:
-            same = all(a is b for a, b in zip(inputs, node.inputs))
-            result = node if same else Node(node.op, inputs, node.shape, node.dtype, node.attrs,
-                                            node.device)
-        mapped[id(node)] = result
-        return result
-
-    return rebuild(outputs, tracking)
 
 
 def fuse_reductions(outputs: list[Node]) -> list[Node]:

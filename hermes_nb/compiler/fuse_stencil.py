@@ -10,8 +10,10 @@ requested outputs, and that holds at least one ``conv2d``. It becomes
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hermes_nb.compiler.fuse import _literal, _program
-from hermes_nb.compiler.rewrite import users
+from hermes_nb.compiler.rewrite import replace_groups, users
 from hermes_nb.compiler.stencil_program import ConvStage, PointStage, Stage, StencilProgram
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import Kind, kind_of
@@ -158,16 +160,11 @@ def fuse_stencils(outputs: list[Node]) -> list[Node]:
         if not retry:
             break
 
-    mapped: dict[int, Node] = {}
-    for node in toposort(outputs):
-        if id(node) in plans:
-            group, image = plans[id(node)]
-            stencil = _stencil(node, group, image)
-            new: Node = Node("fused_stencil", (mapped[id(image)],), node.shape, node.dtype,
-                             {"stencil": stencil}, node.device)
-        else:
-            inputs = tuple(mapped[id(i)] for i in node.inputs)
-            new = node if all(a is b for a, b in zip(inputs, node.inputs)) else \
-                Node(node.op, inputs, node.shape, node.dtype, node.attrs, node.device)
-        mapped[id(node)] = new
-    return [mapped[id(o)] for o in outputs]
+    def build(node: Node, new: Callable[[Node], Node]) -> Node | None:
+        if id(node) not in plans:
+            return None
+        group, image = plans[id(node)]
+        return Node("fused_stencil", (new(image),), node.shape, node.dtype,
+                    {"stencil": _stencil(node, group, image)}, node.device)
+
+    return replace_groups(outputs, build)

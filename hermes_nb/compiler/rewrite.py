@@ -7,13 +7,14 @@ from collections.abc import Callable
 from hermes_nb.ir.node import Node, toposort
 
 
-def rebuild(outputs: list[Node], replace: Callable[[Node, tuple[Node, ...]], Node | None]
-            ) -> list[Node]:
+def rebuild(outputs: list[Node], replace: Callable[[Node, tuple[Node, ...]], Node | None],
+            mapped: dict[int, Node] | None = None) -> list[Node]:
     """Visit nodes inputs-first; ``replace(node, new_inputs)`` returns a substitute or None.
 
     A node whose inputs changed and that is not replaced is copied with the new inputs.
+    ``mapped`` (old node id -> its rebuilt node) is filled as nodes are visited.
     """
-    mapped: dict[int, Node] = {}
+    mapped = {} if mapped is None else mapped
     for node in toposort(outputs):
         inputs = tuple(mapped[id(i)] for i in node.inputs)
         new = replace(node, inputs)
@@ -24,6 +25,15 @@ def rebuild(outputs: list[Node], replace: Callable[[Node, tuple[Node, ...]], Nod
                 new = Node(node.op, inputs, node.shape, node.dtype, node.attrs, node.device)
         mapped[id(node)] = new
     return [mapped[id(o)] for o in outputs]
+
+
+def replace_groups(outputs: list[Node],
+                   build: Callable[[Node, Callable[[Node], Node]], Node | None]) -> list[Node]:
+    """``rebuild`` for fusion passes: ``build(node, new)`` may return a fused node whose
+    inputs, anywhere upstream, it maps through ``new`` (old node -> its rebuilt version)."""
+    mapped: dict[int, Node] = {}
+    return rebuild(outputs, lambda node, _inputs: build(node, lambda old: mapped[id(old)]),
+                   mapped)
 
 
 def users(outputs: list[Node]) -> dict[int, list[Node]]:
