@@ -78,6 +78,22 @@ from hermes_nb.tensor import Tensor
 __version__ = "0.1.0"
 
 
+def load_monitor(interval_s: float = 0.5, history_s: float = 60.0) -> object:
+    """A live monitor widget of every device's load (needs the ``notebook`` extra); see
+    :class:`hermes_nb.widgets.LoadMonitor`."""
+    from hermes_nb.widgets.monitor import load_monitor as _monitor
+
+    return _monitor(interval_s=interval_s, history_s=history_s)
+
+
+def __getattr__(name: str) -> object:
+    if name == "PipelineBuilder":  # imported on first use: `import hermes_nb` never needs ipywidgets
+        from hermes_nb.widgets.builder import PipelineBuilder
+
+        return PipelineBuilder
+    raise AttributeError(f"module 'hermes_nb' has no attribute {name!r}")
+
+
 def load_ipython_extension(ip: object) -> None:
     """``%load_ext hermes_nb``: register the ``%hermes`` / ``%%hermes`` magics.
 
@@ -93,7 +109,8 @@ __all__ = [
     "ceil", "clip", "compose", "compute", "concat", "conv2d", "cos", "current_options",
     "current_policy", "device", "devices", "divide", "equal", "exp", "float32", "float64",
     "floor", "floor_divide", "from_numpy", "full", "gaussian_blur", "get_device", "greater",
-    "greater_equal", "hypot", "image", "int32", "int64", "less", "less_equal", "load", "log",
+    "greater_equal", "hypot", "image", "int32", "int64", "less", "less_equal", "load",
+    "load_monitor", "log",
     "logical_and", "logical_not", "logical_or", "matmul", "max", "maximum", "mean", "min",
     "minimum", "multiply", "negative", "not_equal", "ones", "options", "permute_dims", "policy",
     "pow", "prod", "random", "relu", "remainder", "reshape", "round", "sigmoid", "sin",

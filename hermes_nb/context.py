@@ -20,7 +20,9 @@ class Options:
     """Compiler and runtime switches."""
 
     fuse: bool = True
-    progress: bool = False
+    #: a progress bar of finished kernels: "auto" (once a run has taken a second), True
+    #: (from the start), False (never); a widget in a notebook, text on stderr elsewhere
+    progress: bool | str = "auto"
     #: split large data-parallel kernels across devices: "auto" (when the scheduler
     #: predicts a gain), "never", or "always" (every splittable kernel; for testing)
     coexec: str = "auto"
@@ -70,6 +72,11 @@ def options(**changes: bool | str) -> Iterator[Options]:
     if "coexec" in changes and changes["coexec"] not in ("auto", "never", "always"):
         raise ValueError(f"options: coexec must be 'auto', 'never' or 'always', got "
                          f"{changes['coexec']!r}")
+    if "progress" in changes and changes["progress"] not in (True, False, "auto"):
+        raise ValueError(f"options: progress must be True, False or 'auto', got "
+                         f"{changes['progress']!r}")
+    if "fuse" in changes and not isinstance(changes["fuse"], bool):
+        raise ValueError(f"options: fuse must be True or False, got {changes['fuse']!r}")
     token = _options.set(replace(current, **changes))
     try:
         yield _options.get()

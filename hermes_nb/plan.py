@@ -10,6 +10,7 @@ from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import Kind, kind_of
 
 if TYPE_CHECKING:
+    from hermes_nb.runtime.placement import Placement
     from hermes_nb.scheduler import Decision
     from hermes_nb.tensor import Tensor
 
@@ -37,6 +38,8 @@ class Kernel:
     source: str | None = None
     calibrating: bool = False  # the scheduler is still measuring the candidates
     estimates: dict[str, float | None] = field(default_factory=dict)  # device -> finish (s)
+    #: keys of the graph's nodes before fusion that this kernel computes
+    members: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,31 +114,55 @@ def kernel_source(node: Node, device: str) -> str | None:
 def explain(tensor: Tensor) -> Plan:
     from hermes_nb.compiler import optimize
     from hermes_nb.context import current_options
+
+    return plan_of(optimize([tensor.node], fuse=current_options().fuse))
+
+
+def fusion_plans(*tensors: Tensor) -> tuple[Plan, Plan]:
+    """The plan before fusion and the plan after it, from one graph of ``tensors``: each fused
+    kernel's ``members`` are the keys of the unfused plan's kernels it holds."""
+    from hermes_nb.compiler import fuse_graph, simplify
+
+    unfused = simplify([t.node for t in tensors])
+    return plan_of(unfused), plan_of(fuse_graph(unfused))
+
+
+def _ops(node: Node) -> tuple[str, ...]:
+    if node.op == "fused_elementwise":
+        return node.attrs["program"].ops
+    if node.op in ("fused_reduce", "fused_matmul"):  # prologue + reduction/matmul + epilogue
+        from hermes_nb.codegen.fused_source import kernel_ops
+
+        return kernel_ops(node)
+    if node.op == "fused_stencil":
+        return node.attrs["stencil"].ops
+    return (node.op,)
+
+
+def plan_of(outputs: list[Node], placed: dict[int, Placement] | None = None, *,
+            sources: bool = True) -> Plan:
+    """The kernels of an optimised graph, where ``placed`` puts them (default: where the
+    scheduler would place them now); ``sources=False`` skips rendering generated sources."""
+    from hermes_nb.compiler.rewrite import origin
     from hermes_nb.runtime.placement import place
 
     kernels = []
-    (root,) = optimize([tensor.node], fuse=current_options().fuse)
-    placed = place([root], commit=False)
-    for node in toposort([root]):
+    if placed is None:
+        placed = place(outputs, commit=False)
+    for node in toposort(outputs):
         if kind_of(node.op) is Kind.SOURCE and node.op not in ("full", "arange"):
             continue
         where = placed[id(node)]
         device = where.device
         decision = where.decision
         moved = node.nbytes + sum(i.nbytes for i in node.inputs)
-        ops = node.attrs["program"].ops if node.op == "fused_elementwise" else (node.op,)
-        if node.op in ("fused_reduce", "fused_matmul"):  # prologue + reduction/matmul + epilogue
-            from hermes_nb.codegen.fused_source import kernel_ops
-
-            ops = kernel_ops(node)
-        elif node.op == "fused_stencil":
-            ops = node.attrs["stencil"].ops
         kernels.append(Kernel(
-            name=node.key, ops=ops, source=kernel_source(node, device), device=device,
+            name=node.key, ops=_ops(node), device=device,
+            source=kernel_source(node, device) if sources else None,
             reason=decision.reason if decision is not None else "value already lives there",
             calibrating=decision.calibrating if decision is not None else False,
             estimates=_estimates(decision),
             inputs=tuple(i.key for i in node.inputs), shape=node.shape, dtype=node.dtype.name,
-            bytes_moved=moved,
+            bytes_moved=moved, members=origin(node),
         ))
     return Plan(kernels)

@@ -18,21 +18,30 @@ __all__ = [
     "eliminate_common_subexpressions",
     "fold_constants",
     "fuse_elementwise",
+    "fuse_graph",
     "fuse_matmul_epilogues",
     "fuse_reductions",
     "fuse_stencils",
     "optimize",
+    "simplify",
 ]
+
+
+def simplify(outputs: list[Node]) -> list[Node]:
+    """Common subexpressions merged and small constants folded: the graph before fusion."""
+    return fold_constants(eliminate_common_subexpressions(outputs))
+
+
+def fuse_graph(graph: list[Node]) -> list[Node]:
+    """Every fusion pass; ``compiler.rewrite.origin`` names the nodes each fused node holds."""
+    # the most specific patterns first: each pass leaves what it cannot take to the next
+    graph = fuse_stencils(graph)
+    graph = fuse_matmul_epilogues(graph)
+    graph = fuse_reductions(graph)
+    return fuse_elementwise(graph)
 
 
 def optimize(outputs: list[Node], *, fuse: bool = True) -> list[Node]:
     """The graph the runtime executes for ``outputs``."""
-    graph = eliminate_common_subexpressions(outputs)
-    graph = fold_constants(graph)
-    if fuse:
-        # the most specific patterns first: each pass leaves what it cannot take to the next
-        graph = fuse_stencils(graph)
-        graph = fuse_matmul_epilogues(graph)
-        graph = fuse_reductions(graph)
-        graph = fuse_elementwise(graph)
-    return graph
+    graph = simplify(outputs)
+    return fuse_graph(graph) if fuse else graph

@@ -1,10 +1,11 @@
 """The ``%%hermes`` cell magic and ``%hermes`` line magic.
 
-``%%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile]`` runs the cell with
-those settings scoped to it, then computes every lazy tensor the cell assigned to a name in
-one graph (so shared work runs once) and rebinds the names to the results.
+``%%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile] [--timeline]
+[--placement] [--fusion] [--trace FILE]`` runs the cell with those settings scoped to it, then
+computes every lazy tensor the cell assigned to a name in one graph (so shared work runs once),
+rebinds the names to the results, and shows a summary and the views asked for.
 
-``%hermes devices|load|options|explain NAME`` shows tables about the runtime.
+``%hermes devices|load|options|explain NAME`` shows tables (and the live load monitor).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from hermes_nb.context import POLICIES
 from hermes_nb.notebook.reprs import LoadTable, NamedPlans, RunSummary, device_table
 from hermes_nb.runtime.profile import last_profile
 
-CELL_USAGE = "usage: %%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile]"
+CELL_USAGE = ("usage: %%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile] "
+              "[--timeline] [--placement] [--fusion] [--trace FILE]")
 LINE_USAGE = "usage: %hermes devices | load | options | explain NAME"
 
 _MISSING = object()
@@ -48,7 +50,20 @@ def _cell_parser() -> _Parser:
     parser.add_argument("--no-fuse", dest="fuse", action="store_false")
     parser.add_argument("--explain", action="store_true")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--timeline", action="store_true")
+    parser.add_argument("--placement", action="store_true")
+    parser.add_argument("--fusion", action="store_true")
+    parser.add_argument("--trace", metavar="FILE", default=None)
     return parser
+
+
+def _widgets_available() -> bool:
+    try:
+        import ipywidgets  # noqa: F401
+        import jupyter_bokeh  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _error(message: str) -> None:
@@ -71,7 +86,8 @@ def _new_lazy_tensors(before: dict[str, Any], after: dict[str, Any]) -> dict[str
 class HermesMagics(Magics):
     @line_cell_magic
     def hermes(self, line: str, cell: str | None = None) -> None:
-        """%%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile]
+        """%%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile] [--timeline]
+        [--placement] [--fusion] [--trace FILE]
         %hermes devices | load | options | explain NAME
         """
         if cell is None:
@@ -86,6 +102,8 @@ class HermesMagics(Magics):
             display(device_table())
         elif words == ["load"]:
             display(LoadTable(tuple(hm.load())))
+            if _widgets_available():
+                display(hm.load_monitor())
         elif words == ["options"]:
             from hermes_nb.context import pinned_device
 
@@ -109,6 +127,11 @@ class HermesMagics(Magics):
                 hm.get_device(args.device)  # validate before running anything
             if args.policy is not None and args.policy not in POLICIES:
                 raise _UsageError(f"unknown policy {args.policy!r}; choose one of {', '.join(POLICIES)}")
+            if (args.timeline or args.placement or args.fusion) and not _widgets_available():
+                raise _UsageError("--timeline, --placement and --fusion need ipywidgets and "
+                                  "jupyter_bokeh (pip install hermes_nb[notebook])")
+            if args.trace is not None:
+                _check_trace_path(args.trace)
         except (_UsageError, ValueError, TypeError) as exc:
             _error(f"{exc} ({CELL_USAGE})")
             return
@@ -139,6 +162,8 @@ class HermesMagics(Magics):
             unique: dict[int, hm.Tensor] = {}
             for t in assigned.values():
                 unique.setdefault(id(t), t)
+            # planned before the run, while the tensors are still lazy expressions
+            fusion = _fusion_view(tuple(unique.values())) if args.fusion else None
             previous = last_profile()
             start = time.perf_counter()
             try:
@@ -163,6 +188,42 @@ class HermesMagics(Magics):
                 display(profile)
             else:
                 print("hermes: no profile (nothing was computed)")
+        self._views(args, profile, fusion)
+
+    def _views(self, args: argparse.Namespace, profile: Any, fusion: Any) -> None:
+        """The views the cell asked for, after the run."""
+        if args.trace is not None:
+            if profile is None:
+                print("hermes: no trace written (nothing was computed)")
+            else:
+                from hermes_nb.runtime.trace import write_trace
+
+                path = write_trace(profile, args.trace)
+                print(f"hermes: wrote a Chrome trace of {len(profile.kernels)} kernel(s) to {path} "
+                      "(open it in https://ui.perfetto.dev or chrome://tracing)")
+        if args.placement or args.timeline:
+            from hermes_nb.widgets import placement_view, show
+
+            if args.placement:
+                display(placement_view(profile))
+            if args.timeline:
+                display(show(profile))
+        if fusion is not None:
+            display(fusion)
+
+
+def _check_trace_path(path: str) -> None:
+    import os
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise _UsageError(f"--trace: folder {folder!r} does not exist")
+
+
+def _fusion_view(tensors: tuple[hm.Tensor, ...]) -> Any:
+    from hermes_nb.widgets import fusion_view
+
+    return fusion_view(*tensors)
 
 
 def load_ipython_extension(ip: Any) -> None:

@@ -16,6 +16,7 @@ from hermes_nb.runtime import profile
 from hermes_nb.runtime.lower import lower
 from hermes_nb.runtime.placement import Placement, place
 from hermes_nb.runtime.profile import last_profile
+from hermes_nb.runtime.progress import progress_bar
 from hermes_nb.runtime.resident import Resident
 from hermes_nb.tensor import Tensor
 
@@ -52,7 +53,11 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
         _print_schedule(optimized, placed)
     if _debug_level() >= 4:
         _print_sources(optimized, placed)
-    run_id = profile.begin()
+    from hermes_nb.plan import plan_of
+
+    plan = plan_of(optimized, placed, sources=False)
+    bar = progress_bar(current_options().progress, len(plan.kernels))
+    run_id = profile.begin(plan, on_kernel=bar)
     graph, keys = lower(optimized, placed, run_id)
     try:
         client = _active_client()
@@ -64,6 +69,8 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
             results = dask.threaded.get(graph, keys, num_workers=max(2, len(devices())))
     finally:
         profile.end(run_id)
+        if bar is not None:
+            bar.close()
     return list(results)
 
 

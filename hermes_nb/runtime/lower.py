@@ -59,7 +59,8 @@ def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Reside
     while True:
         device = get_device(spec.device)
         try:
-            buffers = [r.on(device.id) for r in inputs]
+            buffers = [_moved(r, f"{spec.key} input {i}", device, run_id)
+                       for i, r in enumerate(inputs)]
             estimate = decision.estimate_s if decision is not None else None
             start, out, end = device.run(_timed, device, spec, buffers,
                                          estimate_s=estimate or 0.0)
@@ -88,6 +89,18 @@ def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Reside
             decision.estimate_s if decision is not None else None,
             decision.reason if decision is not None else "", tuple(failures)))
         return Resident(device.id, out)
+
+
+def _moved(value: Resident, label: str, device: Any, run_id: int) -> Any:
+    """``value``'s buffer on ``device``; a copy between devices is timed into the profile."""
+    if value.device == device.id:
+        return value.buffer
+    start = time.perf_counter()
+    buffer = value.on(device.id)
+    end = time.perf_counter()
+    nbytes = int(getattr(buffer, "nbytes", 0) or 0)
+    profile.record(run_id, profile.TransferRun(label, value.device, device.id, start, end, nbytes))
+    return buffer
 
 
 def _timed(device: Any, spec: OpSpec, buffers: list[Any]) -> tuple[float, Any, float]:

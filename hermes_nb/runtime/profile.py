@@ -5,7 +5,12 @@ from __future__ import annotations
 import html
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes_nb.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -24,18 +29,46 @@ class KernelRun:
         return self.end - self.start
 
 
+@dataclass(frozen=True)
+class TransferRun:
+    """One copy of a kernel input from the device holding it to the device running the kernel."""
+
+    key: str  # the value copied
+    source: str
+    device: str  # where it was copied to
+    start: float  # perf_counter seconds
+    end: float
+    nbytes: int
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
 @dataclass
 class Profile:
-    """The kernels of one execution, in the order they finished."""
+    """The kernels of one execution, in the order they finished, and the copies between devices."""
 
     kernels: list[KernelRun] = field(default_factory=list)
+    transfers: list[TransferRun] = field(default_factory=list)
     started: float = field(default_factory=time.perf_counter)
     finished: float | None = None
+    #: the kernels this run placed (names are the keys of ``kernels``), without sources
+    plan: Plan | None = None
+    #: called (on a worker thread) with each kernel as it finishes, e.g. to move a progress bar
+    on_kernel: Callable[[KernelRun], None] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, run: KernelRun) -> None:
+    def add(self, run: KernelRun | TransferRun) -> None:
         with self._lock:
-            self.kernels.append(run)
+            (self.transfers if isinstance(run, TransferRun) else self.kernels).append(run)
+        if self.on_kernel is not None and isinstance(run, KernelRun):
+            self.on_kernel(run)
+
+    def snapshot(self) -> tuple[list[KernelRun], list[TransferRun]]:
+        """Copies of both lists: worker threads may still be appending."""
+        with self._lock:
+            return list(self.kernels), list(self.transfers)
 
     @property
     def seconds(self) -> float:
@@ -76,15 +109,16 @@ _ids_lock = threading.Lock()
 _next_id = [0]
 
 
-def begin() -> int:
+def begin(plan: Plan | None = None,
+          on_kernel: Callable[[KernelRun], None] | None = None) -> int:
     with _ids_lock:
         _next_id[0] += 1
         run_id = _next_id[0]
-        _profiles[run_id] = Profile()
+        _profiles[run_id] = Profile(plan=plan, on_kernel=on_kernel)
     return run_id
 
 
-def record(run_id: int, run: KernelRun) -> None:
+def record(run_id: int, run: KernelRun | TransferRun) -> None:
     profile = _profiles.get(run_id)  # absent on a distributed worker: nothing to add to
     if profile is not None:
         profile.add(run)

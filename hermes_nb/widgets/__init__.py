@@ -1,5 +1,12 @@
-"""Interactive Bokeh views of profiles, plans, device load and fusion (needs ``bokeh``)."""
+"""Notebook views of profiles, plans, device load and fusion.
 
+Bokeh layouts (``timeline``, ``placement``, ``load_figure``, ``fusion_diagram``; ``to_html``
+embeds one offline) and the widgets that show them live in a notebook (``show``,
+``placement_view``, ``fusion_view``, ``LoadMonitor``). Needs the ``notebook`` extra.
+"""
+
+from hermes_nb.widgets.monitor import LoadMonitor, load_monitor
+from hermes_nb.widgets.show import ViewWidget, fusion_view, placement_view, show
 from hermes_nb.widgets.views import (
     fusion_diagram,
     load_figure,
@@ -11,5 +18,17 @@ from hermes_nb.widgets.views import (
 )
 
 __all__ = [
-    "fusion_diagram", "load_figure", "placement", "stream_load", "timeline", "to_html", "view",
+    "LoadMonitor",
+    "ViewWidget",
+    "fusion_diagram",
+    "fusion_view",
+    "load_figure",
+    "load_monitor",
+    "placement",
+    "placement_view",
+    "show",
+    "stream_load",
+    "timeline",
+    "to_html",
+    "view",
 ]

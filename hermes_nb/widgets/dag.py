@@ -6,7 +6,8 @@ from bokeh.models import ColumnDataSource, Div, HoverTool, Range1d
 from bokeh.plotting import figure
 
 from hermes_nb.plan import Kernel, Plan
-from hermes_nb.widgets._common import device_colors, fmt_bytes, fmt_estimates, message
+from hermes_nb.runtime.profile import Profile
+from hermes_nb.widgets._common import device_colors, fmt_bytes, fmt_estimates, fmt_ms, message
 
 EMPTY = "the plan has no kernels: explain() a tensor that does some work"
 BOX_W, BOX_H = 0.8, 0.6
@@ -42,17 +43,40 @@ def layout_positions(kernels: list[Kernel]) -> dict[str, tuple[float, float]]:
     return pos
 
 
-def placement(plan: Plan | None) -> figure | Div:
+def _measured(profile: Profile | None) -> tuple[dict[str, str], dict[str, float]]:
+    """Per kernel key: the device that ran it and its measured seconds (tiles of a split
+    kernel add up, their devices joined)."""
+    if profile is None:
+        return {}, {}
+    ran: dict[str, list[str]] = {}
+    seconds: dict[str, float] = {}
+    for k in profile.snapshot()[0]:
+        key = k.key.split("[")[0]  # a split kernel's tiles are "<key>[start:stop]"
+        ran.setdefault(key, [])
+        if k.device not in ran[key]:
+            ran[key].append(k.device)
+        seconds[key] = seconds.get(key, 0.0) + k.seconds
+    return {key: "+".join(devs) for key, devs in ran.items()}, seconds
+
+
+def placement(plan: Plan | Profile | None, profile: Profile | None = None) -> figure | Div:
     """The kernels of ``plan`` as boxes coloured by device, laid out left to right by depth,
-    with an edge from each kernel input; hover for ops, output, traffic, device and why."""
+    with an edge from each kernel input; hover for ops, output, traffic, device, why, and the
+    estimated vs measured time. Given a Profile, shows the graph that run executed."""
+    if isinstance(plan, Profile):
+        plan, profile = plan.plan, plan
+        if plan is None:
+            return message("this profile carries no plan: it comes from a run on a cluster")
     if not isinstance(plan, Plan):
         return message("nothing to place: pass the Plan from tensor.explain()" if plan is None
                        else f"placement: expected a hermes Plan, got {type(plan).__name__}")
     kernels = list(plan.kernels)
     if not kernels:
         return message(EMPTY)
+    ran_on, measured = _measured(profile)
+    device = {k.name: ran_on.get(k.name, k.device) for k in kernels}
     pos = layout_positions(kernels)
-    colors = device_colors(k.device for k in kernels)
+    colors = device_colors(device.values())
     names = set(pos)
     boxes = ColumnDataSource(data={
         "name": [k.name for k in kernels],
@@ -63,11 +87,13 @@ def placement(plan: Plan | None) -> figure | Div:
         "shape": [str(list(k.shape)) for k in kernels],
         "dtype": [k.dtype for k in kernels],
         "bytes": [fmt_bytes(k.bytes_moved) for k in kernels],
-        "device": [k.device for k in kernels],
+        "device": [device[k.name] for k in kernels],
         "reason": [k.reason for k in kernels],
         "estimates": [fmt_estimates(k.estimates) for k in kernels],
+        "estimate": [fmt_ms(k.estimates.get(k.device)) for k in kernels],
+        "measured": [fmt_ms(measured.get(k.name)) for k in kernels],
         "sources": [", ".join(i for i in k.inputs if i not in names) or "—" for k in kernels],
-        "color": [colors[k.device] for k in kernels],
+        "color": [colors[device[k.name]] for k in kernels],
     }, name="kernels")
     edges = [(i, k.name) for k in kernels for i in k.inputs if i in names]
     edge_source = ColumnDataSource(data={
@@ -79,7 +105,8 @@ def placement(plan: Plan | None) -> figure | Div:
     xs = [p[0] for p in pos.values()]
     ys = [p[1] for p in pos.values()]
     fig = figure(
-        title=f"Plan: {len(kernels)} kernel(s)", tools="pan,wheel_zoom,reset,save",
+        title=f"{'Run' if profile is not None else 'Plan'}: {len(kernels)} kernel(s)",
+        tools="pan,wheel_zoom,reset,save",
         x_range=Range1d(min(xs) - 0.6, max(xs) + 0.6), y_range=Range1d(min(ys) - 0.6, 0.6),
         width=max(300, 180 * (int(max(xs)) + 1)), height=max(160, 90 * (len(set(ys)) + 1)),
     )
@@ -91,8 +118,8 @@ def placement(plan: Plan | None) -> figure | Div:
              text_baseline="middle", text_font_size="8pt")
     fig.add_tools(HoverTool(renderers=[rects], tooltips=[
         ("kernel", "@name"), ("ops", "@ops"), ("output", "@dtype @shape"), ("traffic", "@bytes"),
-        ("device", "@device"), ("why", "@reason"), ("estimates", "@estimates"),
-        ("source inputs", "@sources"),
+        ("device", "@device"), ("estimated", "@estimate"), ("measured", "@measured"),
+        ("why", "@reason"), ("all estimates", "@estimates"), ("source inputs", "@sources"),
     ]))
     fig.axis.visible = False
     fig.grid.visible = False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 from bokeh.layouts import column
 from bokeh.models import ColumnDataSource, HoverTool, LayoutDOM, LinearAxis, Range1d
 from bokeh.plotting import figure
@@ -78,13 +80,28 @@ def load_figure(sampler: LoadSampler | None) -> LayoutDOM:
     return column(*rows, sizing_mode="stretch_width")
 
 
+# each layout's data sources by name: searching the model tree on every update would cost
+# most of a live monitor's CPU time
+_sources: weakref.WeakKeyDictionary[LayoutDOM, dict[str, ColumnDataSource]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _named_sources(layout: LayoutDOM) -> dict[str, ColumnDataSource]:
+    found = _sources.get(layout)
+    if found is None:
+        found = {m.name: m for m in layout.select({"type": ColumnDataSource}) if m.name}
+        _sources[layout] = found
+    return found
+
+
 def stream_load(layout: LayoutDOM, sampler: LoadSampler) -> int:
     """Append the samples newer than what ``layout`` (from :func:`load_figure`) shows, and
     refresh the queue bars; returns how many samples were added."""
     added = 0
-    queue = layout.select_one({"name": "queue", "type": ColumnDataSource})
+    sources = _named_sources(layout)
+    queue = sources.get("queue")
     for dev, snaps in list(sampler.history.items()):
-        source = layout.select_one({"name": f"load:{dev}", "type": ColumnDataSource})
+        source = sources.get(f"load:{dev}")
         if not isinstance(source, ColumnDataSource):
             continue  # a device that had no samples when the layout was drawn
         last = source.data["time"][-1] if source.data["time"] else float("-inf")

@@ -1,4 +1,4 @@
-"""A profile as a Gantt chart: one lane per device, one bar per kernel."""
+"""A profile as a Gantt chart: one lane per device, a bar per kernel and per copy into it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from bokeh.models import ColumnDataSource, Div, FactorRange, HoverTool
 from bokeh.plotting import figure
 
 from hermes_nb.runtime.profile import Profile
-from hermes_nb.widgets._common import device_colors, fmt_ms, message
+from hermes_nb.widgets._common import device_colors, fmt_bytes, fmt_ms, message
 
 EMPTY = "nothing has run yet: compute a tensor first"
 
@@ -17,11 +17,10 @@ def timeline(profile: Profile | None) -> figure | Div:
     if not isinstance(profile, Profile):
         return message(EMPTY if profile is None else
                        f"timeline: expected a hermes Profile, got {type(profile).__name__}")
-    with profile._lock:  # worker threads may still be appending
-        kernels = list(profile.kernels)
+    kernels, transfers = profile.snapshot()
     if not kernels:
         return message(EMPTY)
-    lanes = list(dict.fromkeys(k.device for k in kernels))
+    lanes = list(dict.fromkeys([*(k.device for k in kernels), *(t.device for t in transfers)]))
     colors = device_colors(lanes)
     origin = profile.started
     source = ColumnDataSource(data={
@@ -45,6 +44,21 @@ def timeline(profile: Profile | None) -> figure | Div:
     )
     bars = fig.hbar(y="lane", left="start_ms", right="end_ms", height=0.7, source=source,
                     fill_color="color", line_color="black", line_alpha=0.4, name="kernels")
+    copies = ColumnDataSource(data={
+        "value": [t.key for t in transfers],
+        "route": [f"{t.source} → {t.device}" for t in transfers],
+        "lane": [t.device for t in transfers],
+        "start_ms": [(t.start - origin) * 1e3 for t in transfers],
+        "end_ms": [(t.end - origin) * 1e3 for t in transfers],
+        "ms": [f"{t.seconds * 1e3:.3f} ms" for t in transfers],
+        "size": [fmt_bytes(t.nbytes) for t in transfers],
+    }, name="transfers")
+    copy_bars = fig.hbar(y="lane", left="start_ms", right="end_ms", height=0.3, source=copies,
+                         fill_color="#bbbbbb", hatch_pattern="/", line_color="black",
+                         line_alpha=0.4, name="transfers")
+    fig.add_tools(HoverTool(renderers=[copy_bars], tooltips=[
+        ("copy", "@route"), ("of", "@value"), ("size", "@size"), ("time", "@ms"),
+    ]))
     fig.add_tools(HoverTool(renderers=[bars], tooltips=[
         ("kernel", "@key"), ("op", "@op"), ("device", "@device"), ("time", "@ms"),
         ("estimate", "@estimate"), ("why", "@reason"), ("failed first on", "@failures"),

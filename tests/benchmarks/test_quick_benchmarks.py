@@ -45,3 +45,18 @@ def test_compile_time_benchmark_runs(tmp_path):
     for r in rows:
         assert r["run_s"] > 0 and r["import_s"] > 0
         assert r["compile_s"] == r["compile_s"]  # measured, not NaN
+
+
+@pytest.mark.timeout(600)
+def test_notebook_benchmark_runs(tmp_path):
+    out = tmp_path / "notebook.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.notebook", "--size", "64", "--repeats", "2",
+         "--monitor-seconds", "1.5", "--json", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    figures = json.loads(out.read_text())
+    assert figures["magic"]["plain_ms"] > 0 and figures["magic"]["magic_ms"] > 0
+    assert figures["monitor"]["updates_per_s"] > 0 and figures["monitor"]["core_percent"] >= 0
+    assert "overhead" in proc.stdout and "% of one core" in proc.stdout

@@ -144,6 +144,8 @@ def test_profile_option_displays_the_profile(shell: InteractiveShell, shown: lis
         ("--policy nope", "unknown policy 'nope'"),
         ("--device", "expected one argument"),
         ('--device "cpu:0', "quotation"),
+        ("--trace /no/such/folder/run.json", "--trace: folder '/no/such/folder' does not exist"),
+        ("--trace", "expected one argument"),
     ],
 )
 def test_bad_options_print_one_line_and_run_nothing(
@@ -195,10 +197,56 @@ def test_compute_failure_is_reported_in_one_line(
     assert shown == []
 
 
+def test_view_options_display_widgets_of_the_run(
+    shell: InteractiveShell, shown: list[Any], tmp_path: Any
+) -> None:
+    import json
+
+    from hermes_nb.widgets import ViewWidget
+
+    trace = tmp_path / "run.json"
+    cell = ("%%hermes --timeline --placement --fusion --trace " + str(trace)
+            + "\nimg = hm.asarray(np.random.default_rng(0).random((64, 64), dtype=np.float32))"
+            + "\nedges = hm.compose(hm.gaussian_blur(kernel_size=5), hm.sobel_edge_detection())(img)"
+            + "\ntotal = (edges * 2).sum()")
+    shell.run_cell("import numpy as np")
+    assert shell.run_cell(cell).success
+    summary, placement, timeline, fusion = shown
+    assert isinstance(summary, RunSummary) and summary.names == ("img", "edges", "total")
+    profile = last_profile()
+    for widget, css in ((placement, "hermes-placement"), (timeline, "hermes-timeline"),
+                        (fusion, "hermes-fusion")):
+        assert isinstance(widget, ViewWidget) and css in widget._dom_classes
+    # the views hold this run's kernels, not a message
+    names = _bokeh_source(placement, "kernels").data["name"]
+    assert sorted(names) == sorted(k.key for k in profile.kernels)
+    assert sorted(_bokeh_source(timeline, "kernels").data["key"]) == sorted(
+        k.key for k in profile.kernels)
+    ops = _bokeh_source(fusion, "unfused").data["op"]
+    assert sorted(ops).count("conv2d") == 3 and "sum" in ops
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert sorted(e["args"]["key"] for e in events if e.get("cat") == "kernel") == sorted(
+        k.key for k in profile.kernels)
+    for widget in (placement, timeline, fusion):
+        widget.close()
+
+
+def _bokeh_source(widget: Any, name: str) -> Any:
+    from bokeh.models import ColumnDataSource
+
+    model = widget.bokeh_model
+    return model.select_one({"name": name, "type": ColumnDataSource})
+
+
 def test_line_magic_devices_and_load(shell: InteractiveShell, shown: list[Any]) -> None:
     shell.run_cell("%hermes devices")
     shell.run_cell("%hermes load")
-    devices, load = shown
+    devices, load, monitor = shown
+    from hermes_nb.widgets import LoadMonitor
+
+    assert isinstance(monitor, LoadMonitor) and monitor.running
+    monitor.close()
+    assert not monitor.running
     assert [d.id for d in devices] == [d.id for d in hm.devices()]
     assert "cpu:0" in repr(devices) and "compute units" in repr(devices)
     assert isinstance(load, LoadTable)

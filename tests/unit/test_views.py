@@ -13,7 +13,7 @@ from bokeh.models import ColumnDataSource, Div, HoverTool
 
 import hermes_nb as hm
 from hermes_nb import widgets
-from hermes_nb.plan import Plan
+from hermes_nb.plan import Plan, fusion_plans
 from hermes_nb.runtime.profile import KernelRun, Profile
 
 
@@ -120,7 +120,8 @@ def test_placement_boxes_edges_and_depths(plans: tuple[Plan, Plan]) -> None:
     for k in unfused.kernels:
         kernel_inputs = [i for i in k.inputs if i in names]
         assert x[k.name] == (1 + max(x[i] for i in kernel_inputs) if kernel_inputs else 0)
-    assert {"ops", "output", "traffic", "device", "why", "estimates"} <= _tooltip_fields(fig)
+    assert {"ops", "output", "traffic", "device", "why", "estimated", "measured",
+            "all estimates"} <= _tooltip_fields(fig)
 
 
 def test_placement_hover_values(plans: tuple[Plan, Plan]) -> None:
@@ -170,21 +171,63 @@ def test_load_figure_sources_per_device_and_stream() -> None:
 
 # ---- fusion --------------------------------------------------------------------------------
 
-def test_fusion_diagram_lists_ops(plans: tuple[Plan, Plan]) -> None:
-    unfused, fused = plans
+def test_fusion_diagram_boxes_each_kernel_around_its_ops() -> None:
+    image = hm.asarray(np.random.default_rng(0).random((64, 64), dtype=np.float32))
+    edges = hm.compose(hm.gaussian_blur(kernel_size=5), hm.sobel_edge_detection())(image)
+    t = (edges * 2 + 1).sum()
+    unfused, fused = fusion_plans(t)
     layout = widgets.fusion_diagram(unfused, fused)
-    left = _source(layout, "unfused").data
-    right = _source(layout, "fused").data
-    assert list(left["name"]) == [k.name for k in unfused.kernels]
-    assert list(right["name"]) == [k.name for k in fused.kernels]
-    assert list(right["ops"]) == ["\n".join(k.ops) for k in fused.kernels]
+    ops = _source(layout, "unfused").data
+    kernels = _source(layout, "fused").data
+    assert list(kernels["name"]) == [k.name for k in fused.kernels]
     assert len(fused.kernels) < len(unfused.kernels)
+    # provenance: the stencil kernel holds the three convolutions, the hypot and the gain
+    stencil = next(k for k in fused.kernels if k.ops[0] == "conv2d")
+    held = {u.name: u.ops[0] for u in unfused.kernels if u.name in stencil.members}
+    assert sorted(held.values()) == ["add", "conv2d", "conv2d", "conv2d", "hypot", "multiply"]
+    # every unfused op is drawn inside the box of the kernel holding it
+    box = {n: (x, y, h) for n, x, y, h in zip(kernels["name"], kernels["x"], kernels["y"],
+                                                kernels["h"], strict=True)}
+    for name, x, y, kernel in zip(ops["name"], ops["x"], ops["y"], ops["kernel"], strict=True):
+        bx, by, bh = box[kernel]
+        assert name in next(k.members for k in fused.kernels if k.name == kernel)
+        assert abs(x - bx) < 1e-9 and by - bh / 2 < y < by + bh / 2
+    assert set(ops["name"]) == {k.name for k in unfused.kernels}
+    # the op graph's edges: each unfused kernel-to-kernel input
+    names = {k.name for k in unfused.kernels}
+    expected = {(i, k.name) for k in unfused.kernels for i in k.inputs if i in names}
     links = _source(layout, "links").data
-    assert sorted(links["unfused"]) == sorted(k.name for k in unfused.kernels)
+    assert set(zip(links["start"], links["end"], strict=True)) == expected
+
+
+def test_fusion_diagram_shows_the_selected_kernels_source() -> None:
+    from bokeh.models import CustomJS, PreText, TapTool
+
+    image = hm.asarray(np.random.default_rng(0).random((64, 64), dtype=np.float32))
+    t = hm.compose(hm.gaussian_blur(kernel_size=5), hm.sobel_edge_detection())(image)
+    unfused, fused = fusion_plans(t)
+    layout = widgets.fusion_diagram(unfused, fused)
+    kernels = _source(layout, "fused")
+    assert list(kernels.data["source"]) == [
+        k.source or f"{k.name} runs as a library call on {k.device}: no generated source"
+        for k in fused.kernels]
+    assert any("conv" in s or "def " in s or "__kernel" in s for s in kernels.data["source"])
+    assert layout.select_one({"type": TapTool}) is not None
+    code = layout.select_one({"name": "source", "type": PreText})
+    (callback,) = kernels.selected.js_property_callbacks["change:indices"]
+    assert isinstance(callback, CustomJS) and callback.args["code"] is code
+    assert "source.data.source[i]" in callback.code
+
+
+def test_fusion_diagram_of_separate_plans_matches_ops_by_name(plans: tuple[Plan, Plan]) -> None:
+    unfused, fused = plans  # explained separately: their keys differ
+    layout = widgets.fusion_diagram(unfused, fused)
+    ops = _source(layout, "unfused").data
     fused_ops = {k.name: set(k.ops) for k in fused.kernels}
-    unfused_ops = {k.name: set(k.ops) for k in unfused.kernels}
-    for u, f in zip(links["unfused"], links["fused"], strict=True):
-        assert unfused_ops[u] & fused_ops[f]
+    for op, kernel in zip(ops["op"], ops["kernel"], strict=True):
+        if kernel != "—":
+            assert op in fused_ops[kernel]
+    assert set(ops["name"]) == {k.name for k in unfused.kernels}
 
 
 # ---- empty inputs --------------------------------------------------------------------------

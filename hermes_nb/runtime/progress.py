@@ -1,0 +1,46 @@
+"""A progress bar of a run's finished kernels (tqdm: a widget in a notebook, text elsewhere)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from hermes_nb.runtime.profile import KernelRun
+
+#: how long a run goes before its bar appears, with ``progress="auto"``
+AUTO_DELAY_S = 1.0
+
+
+class ProgressBar:
+    """Counts finished kernels out of ``total``; the bar shows once ``delay_s`` has passed, so
+    short runs print nothing. Tiles of a kernel split across devices count as that kernel."""
+
+    def __init__(self, total: int, delay_s: float) -> None:
+        from tqdm.auto import tqdm
+
+        self._lock = threading.Lock()  # worker threads of several devices finish kernels
+        self.total = total
+        self.count = 0
+        self._bar: Any = tqdm(total=total, delay=delay_s, desc="hermes", unit="kernel",
+                              leave=False, dynamic_ncols=True)
+
+    def __call__(self, run: KernelRun) -> None:
+        if "[" in run.key:  # one tile of a split kernel; the gathered kernel counts
+            return
+        with self._lock:
+            self.count += 1
+            self._bar.update(1)
+
+    def close(self) -> None:
+        with self._lock:
+            self._bar.close()
+
+
+def progress_bar(setting: bool | str, total: int) -> ProgressBar | None:
+    """The bar ``hm.options(progress=...)`` asks for, or None (off, or tqdm not installed)."""
+    if setting is False or total == 0:
+        return None
+    try:
+        return ProgressBar(total, delay_s=0.0 if setting is True else AUTO_DELAY_S)
+    except ImportError:  # tqdm is optional; a run must not fail for want of a bar
+        return None

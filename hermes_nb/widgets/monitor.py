@@ -1,0 +1,78 @@
+"""The live load monitor: per-device busy fraction, memory and queue, updating while shown."""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+import weakref
+
+import ipywidgets
+
+from hermes_nb.runtime.monitor import LoadSampler
+from hermes_nb.widgets.load import load_figure, stream_load
+from hermes_nb.widgets.show import ViewWidget, as_widget
+
+
+class LoadMonitor(ipywidgets.VBox):
+    """Samples every device's load each ``interval_s`` (2 Hz by default) on one daemon thread
+    and streams the samples into the shown figures, keeping the last ``history_s`` seconds.
+
+    Sampling stops on :meth:`stop`, on :meth:`close` (also what closing the widget does), and
+    when the Python process exits (a kernel shutdown)."""
+
+    def __init__(self, interval_s: float = 0.5, history_s: float = 60.0) -> None:
+        self.sampler = LoadSampler(interval_s=interval_s, history_s=history_s)
+        self.sampler.sample()  # the figures need a first sample to lay out every device
+        self.figure = load_figure(self.sampler)
+        self.view: ViewWidget = as_widget(self.figure, "hermes-load-monitor")
+        self.status = ipywidgets.HTML(self._status_text(running=True))
+        super().__init__([self.view, self.status])
+        self.updates = 0
+        self.cpu_seconds = 0.0  # CPU time the sampling thread has used: its cost
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="hermes-load-monitor",
+                                        daemon=True)
+        self._thread.start()
+        stop = weakref.WeakMethod(self.stop)
+        atexit.register(lambda: (m := stop()) and m())
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def _status_text(self, running: bool) -> str:
+        every = f"every {self.sampler.interval_s:g} s"
+        return f"<small>{'sampling ' + every if running else 'stopped'}</small>"
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.sampler.interval_s):
+            begin = time.thread_time()
+            self.sampler.sample()
+            stream_load(self.figure, self.sampler)
+            self.updates += 1
+            self.cpu_seconds += time.thread_time() - begin
+
+    def stop(self) -> None:
+        """Stop sampling; the figures keep what they show."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        self.status.value = self._status_text(running=False)
+
+    def close(self) -> None:
+        self.stop()
+        self.view.close()
+        self.status.close()
+        super().close()
+
+
+def load_monitor(interval_s: float = 0.5, history_s: float = 60.0) -> LoadMonitor:
+    """A live :class:`LoadMonitor` of every device; show it as a cell's last value and
+    ``.close()`` it when done."""
+    if interval_s <= 0 or history_s <= 0:
+        raise ValueError(f"load_monitor: interval_s and history_s must be > 0, got "
+                         f"interval_s={interval_s}, history_s={history_s}")
+    return LoadMonitor(interval_s=interval_s, history_s=history_s)

@@ -1,0 +1,92 @@
+"""Views as notebook widgets: a Bokeh layout inside a jupyter_bokeh ``BokehModel``.
+
+The widget keeps the Python and browser sides of the Bokeh document in sync over the
+widget's comm, so a view can be updated after it is shown (the live load monitor streams
+into it). BokehJS ships inside the jupyter_bokeh JupyterLab extension: nothing is fetched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bokeh.model import Model
+from jupyter_bokeh import BokehModel
+
+from hermes_nb.image import Pipeline
+from hermes_nb.plan import Plan, fusion_plans
+from hermes_nb.runtime.monitor import LoadSampler
+from hermes_nb.runtime.profile import Profile
+from hermes_nb.tensor import Tensor
+
+#: the CSS class each kind of view carries (with ``hermes-view``), for styling and tests
+VIEW_CLASSES = {
+    Profile: "hermes-timeline",
+    Plan: "hermes-placement",
+    LoadSampler: "hermes-load-monitor",
+}
+
+
+class ViewWidget(BokehModel):
+    """A Bokeh layout as a widget; closing it twice is harmless (``BokehModel`` raises)."""
+
+    @property
+    def bokeh_model(self) -> Model:
+        """The Bokeh layout shown; changing it updates the view in the browser."""
+        return self._model
+
+    def close(self) -> None:
+        if getattr(self, "_hermes_closed", False):
+            return
+        self._hermes_closed = True
+        super().close()
+
+
+def as_widget(layout: Model, kind: str) -> ViewWidget:
+    """``layout`` in a widget carrying the classes ``hermes-view`` and ``kind``."""
+    widget = ViewWidget(layout)
+    widget.add_class("hermes-view")
+    widget.add_class(kind)
+    return widget
+
+
+def show(obj: Any) -> ViewWidget:
+    """A widget viewing ``obj``: a Profile's timeline, a Plan's placement DAG, a sampler's
+    load, or a Bokeh model as it is. Display it (make it a cell's last value)."""
+    from hermes_nb.widgets.views import view
+
+    kind = next((css for cls, css in VIEW_CLASSES.items() if isinstance(obj, cls)), "hermes-other")
+    if obj is None:
+        kind = "hermes-timeline"
+    return as_widget(view(obj), kind)
+
+
+def placement_view(obj: Plan | Profile | None) -> ViewWidget:
+    """A widget of the placement DAG: of a Plan, or of what a Profile's run executed (with the
+    measured time of each kernel)."""
+    from hermes_nb.widgets.dag import placement
+
+    return as_widget(placement(obj), "hermes-placement")
+
+
+def fusion_view(*objs: Tensor | Pipeline, shape: tuple[int, ...] | None = None) -> ViewWidget:
+    """A widget of the op graph before fusion with a box around each fused kernel's ops;
+    clicking a kernel shows its generated source. Give tensors, or a Pipeline and the image
+    ``shape`` to plan it for (default 512×512)."""
+    import numpy as np
+
+    from hermes_nb.creation import asarray
+    from hermes_nb.widgets._common import message
+    from hermes_nb.widgets.fusion import fusion_diagram
+
+    # an image buffer, not hm.zeros: the filling would show as a kernel of its own
+    image = asarray(np.zeros(tuple(shape or (512, 512)), np.float32))
+    tensors = [o(image) if isinstance(o, Pipeline) else o for o in objs]
+    bad = [type(t).__name__ for t in tensors if not isinstance(t, Tensor)]
+    if not tensors or bad:
+        got = f"got {', '.join(bad)}" if bad else "got nothing"
+        return as_widget(message(f"fusion_view: expected Tensors or a Pipeline, {got}"),
+                         "hermes-fusion")
+    if all(t.is_materialized for t in tensors):
+        return as_widget(message("fusion_view: these tensors are already computed, nothing is "
+                                 "left to fuse: pass the lazy expression"), "hermes-fusion")
+    return as_widget(fusion_diagram(*fusion_plans(*tensors)), "hermes-fusion")
