@@ -1,0 +1,53 @@
+// Hermes in JupyterLab: a status bar item with the device count, and a panel (also in the
+// command palette) listing the server machine's devices and what the scheduler measured.
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ICommandPalette, MainAreaWidget } from '@jupyterlab/apputils';
+import { IStatusBar } from '@jupyterlab/statusbar';
+import { Widget } from '@lumino/widgets';
+
+import { IDevice, requestAPI } from './api';
+import { DevicesPanel } from './panel';
+
+const OPEN = 'hermes:open-devices';
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: '@hermes-nb/jupyterlab:plugin',
+  description: 'Hermes devices and scheduler history',
+  autoStart: true,
+  optional: [ICommandPalette, IStatusBar],
+  activate: (app: JupyterFrontEnd, palette: ICommandPalette | null, statusBar: IStatusBar | null) => {
+    let panel: MainAreaWidget<DevicesPanel> | null = null;
+    app.commands.addCommand(OPEN, {
+      label: 'Hermes: Show Devices',
+      execute: async () => {
+        if (panel === null || panel.isDisposed) {
+          panel = new MainAreaWidget({ content: new DevicesPanel() });
+          panel.id = 'hermes-devices-main';
+          panel.title.label = 'Hermes devices';
+          app.shell.add(panel, 'main');
+        }
+        app.shell.activateById(panel.id);
+        await panel.content.refresh();
+      }
+    });
+    palette?.addItem({ command: OPEN, category: 'Hermes' });
+
+    if (statusBar) {
+      const item = new Widget();
+      item.addClass('hermes-status');
+      item.node.textContent = 'Hermes';
+      item.node.title = 'Hermes devices (click to open)';
+      item.node.onclick = () => void app.commands.execute(OPEN);
+      statusBar.registerStatusItem('@hermes-nb/jupyterlab:status', { item, align: 'left', rank: 100 });
+      requestAPI<{ devices: IDevice[] }>('devices')
+        .then(({ devices }) => {
+          item.node.textContent = `Hermes: ${devices.map(d => d.id).join(' · ')}`;
+        })
+        .catch(() => {
+          item.node.textContent = 'Hermes: server extension not enabled';
+        });
+    }
+  }
+};
+
+export default plugin;

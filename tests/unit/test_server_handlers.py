@@ -1,0 +1,69 @@
+"""What the Jupyter server extension's endpoints return (the HTTP side, with its
+authentication, runs against a real JupyterLab in tests/browser/test_lab_extension.py)."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+pytest.importorskip("jupyter_server", reason="the server extension needs jupyter_server")
+
+import hermes_nb as hm
+from hermes_nb.scheduler.history import HistoryStore, LinkRecord, Run
+from hermes_nb.server import _jupyter_server_extension_points
+from hermes_nb.server.handlers import AUTH_RESOURCE, device_rows, handlers, history_summary
+
+
+def test_devices_are_the_ones_hermes_finds() -> None:
+    rows = device_rows()
+    assert [r["id"] for r in rows] == [d.id for d in hm.devices()]
+    assert {"id", "kind", "name", "memory_bytes", "compute_units", "fp64"} <= set(rows[0])
+
+
+def test_history_summarises_runs_per_kernel_and_device(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HERMES_NB_CACHE_DIR", str(tmp_path))
+    seconds = {("add[f32]", "cpu:0"): [0.004, 0.001, 0.002],
+               ("add[f32]", "opencl:0"): [0.010],
+               ("sum[f32]", "cpu:0"): [0.5, 0.7]}
+    with HistoryStore() as store:
+        clock = 1000.0
+        for (signature, device), times in seconds.items():
+            for s in times:
+                clock += 1
+                store.record(Run(signature, device, "1024", 4096, 1024.0, s, 0, clock))
+        store.save_link(LinkRecord("opencl:0", 2e-5, 4e9, 3e-5, 5e9))
+    summary = history_summary()
+    assert summary["path"] == str(tmp_path / "perf_history.sqlite3")
+    assert summary["runs"] == 6
+    rows = {(r["signature"], r["device"]): r for r in summary["kernels"]}
+    assert set(rows) == set(seconds)
+    for pair, times in seconds.items():
+        assert rows[pair]["runs"] == len(times)
+        assert rows[pair]["median_ms"] == pytest.approx(statistics.median(times) * 1e3)
+    assert summary["kernels"][0]["signature"] == "sum[f32]"  # the most recent first
+    (link,) = summary["links"]
+    assert link["device"] == "opencl:0"
+    assert link["h2d_gb_per_s"] == pytest.approx(4.0) and link["d2h_gb_per_s"] == pytest.approx(5.0)
+    assert link["h2d_latency_us"] == pytest.approx(20.0)
+
+
+def test_history_limit_keeps_the_most_recent(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HERMES_NB_CACHE_DIR", str(tmp_path))
+    with HistoryStore() as store:
+        for i in range(5):
+            store.record(Run(f"k{i}", "cpu:0", "1", 4, 1.0, 0.001, 0, 100.0 + i))
+    summary = history_summary(limit=2)
+    assert [r["signature"] for r in summary["kernels"]] == ["k4", "k3"]
+    assert summary["runs"] == 5
+
+
+def test_every_handler_is_authenticated_and_authorised() -> None:
+    assert _jupyter_server_extension_points() == [{"module": "hermes_nb.server"}]
+    routes = handlers()
+    assert [path for path, _ in routes] == ["devices", "history"]
+    for _, handler in routes:
+        assert handler.auth_resource == AUTH_RESOURCE
+        get = handler.get
+        # tornado's @authenticated and jupyter_server's @authorized both wrap the method
+        assert get.__wrapped__.__wrapped__ is not None, handler
