@@ -62,21 +62,8 @@ def _absorbed(root: Node, fused: Node, mapped: dict[int, Node]) -> tuple[str, ..
     """Provenance of ``fused``, which replaces ``root``: every node from ``root`` up to (not
     including) the nodes that became ``fused``'s inputs, inputs before users."""
     boundary = {id(i) for i in fused.inputs}
-    order: list[Node] = []
-    seen: set[int] = set()
-    stack: list[tuple[Node, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        stack.extend((i, False) for i in reversed(node.inputs)
-                     if id(i) not in seen and id(mapped.get(id(i))) not in boundary)
-    return tuple(key for n in order for key in origin(n))
+    held = toposort([root], within=lambda n: id(mapped.get(id(n))) not in boundary)
+    return tuple(key for n in held for key in origin(n))
 
 
 def users(outputs: list[Node]) -> dict[int, list[Node]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,8 +87,9 @@ class OpSpec:
         return f"{self.op}({ins}) -> {self.dtype.name}{list(self.shape)}"
 
 
-def toposort(outputs: list[Node]) -> list[Node]:
-    """Nodes reachable from ``outputs``, each once, inputs before users."""
+def toposort(outputs: list[Node], within: Callable[[Node], bool] | None = None) -> list[Node]:
+    """Nodes reachable from ``outputs``, each once, inputs before users; with ``within``,
+    only the inputs it accepts are followed (and listed)."""
     order: list[Node] = []
     seen: set[int] = set()
     stack: list[tuple[Node, bool]] = [(n, False) for n in reversed(outputs)]
@@ -100,5 +102,6 @@ def toposort(outputs: list[Node]) -> list[Node]:
             continue
         seen.add(id(node))
         stack.append((node, True))
-        stack.extend((i, False) for i in reversed(node.inputs) if id(i) not in seen)
+        stack.extend((i, False) for i in reversed(node.inputs)
+                     if id(i) not in seen and (within is None or within(i)))
     return order
