@@ -194,10 +194,13 @@ INT_HELPERS = {
 
 # Vector forms (OpenCL only): {V} value vector type, {F} its scalar type, {M} mask vector
 # type. Bool values are masks (-1 true, 0 false), what vector comparisons return.
+# Not sin, cos or pow: PoCL's vector forms of them are wrong (sin(0.001f) = 0.008 on float16
+# vectors; pow misplaces infinities in double vectors), so programs using them run scalar,
+# except x ** 2.0, which is rendered as x * x.
 VECTOR_FLOAT_FORMS: dict[str, str] = {
     **{op: FLOAT_FORMS[op].replace("@", "").replace("{T}", "{F}") for op in (
-        "negative", "abs", "log", "sqrt", "sin", "cos", "floor",
-        "ceil", "round", "add", "subtract", "multiply", "divide", "pow", "hypot",
+        "negative", "abs", "log", "sqrt", "floor",
+        "ceil", "round", "add", "subtract", "multiply", "divide", "hypot",
     )},
     # vector exp/tanh handle NaN (only PoCL's scalar forms need the guard)
     "exp": "exp({a})",
@@ -361,7 +364,7 @@ class OpenCLRenderer(CStyleRenderer):
                     return None
                 continue
             table = VECTOR_FLOAT_FORMS if in_dtype == f else VECTOR_MASK_FORMS
-            if instr.op not in table:
+            if instr.op not in table and not _squares(program, instr):
                 return None
             # bool-typed results of float ops other than comparisons would need 0/1 arithmetic
             if in_dtype == f and instr.dtype == "bool" and instr.op not in COMPARISONS \

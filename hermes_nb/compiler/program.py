@@ -45,3 +45,10 @@ class Program:
     @property
     def ops(self) -> tuple[str, ...]:
         return tuple(i.op for i in self.instrs)
+
+
+def single_op(op: str, in_dtypes: tuple[str, ...], dtype: str) -> Program:
+    """``op`` on its inputs as a one-instruction program, so a lone elementwise op is rendered
+    by the same code generator as a fused chain."""
+    n = len(in_dtypes)
+    return Program(tuple(in_dtypes), (), (Instr(op, tuple(range(n)), dtype),), (n,))

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from hermes_nb.compiler.program import single_op
 from hermes_nb.devices import opencl_kernels as src
 from hermes_nb.devices.base import Device
 from hermes_nb.ir.node import OpSpec
@@ -195,17 +197,12 @@ class OpenCLDevice(Device):
         return modes, meta
 
     def _elementwise(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        out = self.empty(spec.shape, spec.dtype)
-        n = out.size
-        if n == 0:
-            return out
-        modes, meta = self._broadcast_layout(spec, inputs, n)
-        source = src.elementwise_source(spec.op, tuple(spec.in_dtypes), spec.dtype, modes, self.fp64)
-        self._launch(
-            source, "ew", n, out.data, *(x.data for x in inputs),
-            self._meta(meta).data, np.int64(n),
-        )  # fmt: skip
-        return out
+        # a lone op is a one-instruction program: one code generator for every elementwise
+        # kernel, with the vector form for contiguous float inputs
+        program = single_op(spec.op, tuple(np.dtype(d).name for d in spec.in_dtypes),
+                            np.dtype(spec.dtype).name)
+        fused = replace(spec, op="fused_elementwise", attrs={"program": program})
+        return self._op_fused_elementwise(fused, inputs)
 
     def _op_fused_elementwise(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         from hermes_nb.codegen import c_source

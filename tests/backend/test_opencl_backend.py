@@ -94,7 +94,7 @@ def test_import_without_pyopencl():
 def test_kernel_dir():
     from hermes_nb.devices import opencl_kernels
 
-    assert (opencl_kernels.kernel_dir() / "elementwise.cl").is_file()
+    assert (opencl_kernels.kernel_dir() / "fused_elementwise.cl").is_file()
 
 
 def test_discover_without_pyopencl(monkeypatch):
