@@ -103,7 +103,12 @@ class HermesMagics(Magics):
         elif words == ["load"]:
             display(LoadTable(tuple(hm.load())))
             if _widgets_available():
-                display(hm.load_monitor())
+                # one live monitor per shell: a new one replaces (and stops) the last
+                previous = getattr(self, "_monitor", None)
+                if previous is not None:
+                    previous.close()
+                self._monitor = hm.load_monitor()
+                display(self._monitor)
         elif words == ["options"]:
             from hermes_nb.context import pinned_device
 

@@ -13,7 +13,8 @@ AUTO_DELAY_S = 1.0
 
 class ProgressBar:
     """Counts finished kernels out of ``total``; the bar shows once ``delay_s`` has passed, so
-    short runs print nothing. Tiles of a kernel split across devices count as that kernel."""
+    short runs print nothing. Tiles of a kernel split across devices count as that kernel.
+    Labelled "hermes run", not "hermes:", which starts Hermes' error lines."""
 
     def __init__(self, total: int, delay_s: float) -> None:
         from tqdm.auto import tqdm
@@ -21,7 +22,7 @@ class ProgressBar:
         self._lock = threading.Lock()  # worker threads of several devices finish kernels
         self.total = total
         self.count = 0
-        self._bar: Any = tqdm(total=total, delay=delay_s, desc="hermes", unit="kernel",
+        self._bar: Any = tqdm(total=total, delay=delay_s, desc="hermes run", unit="kernel",
                               leave=False, dynamic_ncols=True)
 
     def __call__(self, run: KernelRun) -> None:

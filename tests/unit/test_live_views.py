@@ -210,7 +210,8 @@ def test_progress_bar_counts_finished_kernels(
     (bar,) = bars
     assert bar.total == bar.count == kernels > 1
     err = capsys.readouterr().err
-    assert f"0/{kernels}" in err and "hermes" in err  # shown from the start
+    assert f"0/{kernels}" in err and "hermes run" in err  # shown from the start
+    assert "hermes:" not in err  # the prefix of Hermes' error lines
 
 
 def test_auto_progress_stays_quiet_for_short_runs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -218,6 +219,14 @@ def test_auto_progress_stays_quiet_for_short_runs(capsys: pytest.CaptureFixture[
     with hm.options(progress=False):
         (hm.ones((8,)) * 3).numpy()
     assert capsys.readouterr().err == ""
+
+
+def test_a_computed_tensor_leaves_the_last_profile_alone() -> None:
+    a, _ = hm.compute(hm.ones((256,)) * 2, hm.ones((256,)) * 3)
+    profile = last_profile()
+    assert len(profile.kernels) > 0
+    np.testing.assert_array_equal(a.numpy(), np.full(256, 2.0))
+    assert last_profile() is profile
 
 
 def test_bad_progress_option() -> None:

@@ -245,8 +245,11 @@ def test_line_magic_devices_and_load(shell: InteractiveShell, shown: list[Any]) 
     from hermes_nb.widgets import LoadMonitor
 
     assert isinstance(monitor, LoadMonitor) and monitor.running
-    monitor.close()
-    assert not monitor.running
+    shell.run_cell("%hermes load")
+    newer = shown[-1]
+    assert isinstance(newer, LoadMonitor) and newer is not monitor
+    assert newer.running and not monitor.running  # the new monitor replaced the old one
+    newer.close()
     assert [d.id for d in devices] == [d.id for d in hm.devices()]
     assert "cpu:0" in repr(devices) and "compute units" in repr(devices)
     assert isinstance(load, LoadTable)
