@@ -1,11 +1,15 @@
-# Two entry points do all the set-up on a fresh machine:
+# Three entry points do all the set-up on a fresh machine:
 #   make demo   - create .venv, install Hermes with PoCL, run the headless demo
 #   make test   - create .venv, install Hermes with test extras, run ruff and the whole test suite
+#   make lab    - create .venv, install Hermes with JupyterLab, open the tutorials in notebooks/
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
+# Jupyter refuses to run as root (containers, CI) unless told to
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: demo test lint env clean
+.PHONY: demo test lint env lab clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +26,20 @@ lint: env
 
 test: env lint
 	$(BIN)/python -m pytest
+
+# reinstalled only when pyproject.toml changes (the install is editable: code changes need none)
+$(VENV)/.lab-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -e ".[lab]"
+	touch $@
+
+# the settings Binder uses too: no news or update checks, so the lab stays quiet offline
+$(LAB_SETTINGS)/overrides.json: binder/overrides.json | $(BIN)/python
+	mkdir -p $(LAB_SETTINGS)
+	cp $< $@
+
+# token authentication stays on: open the URL with ?token=... that the lab prints
+lab: $(VENV)/.lab-installed $(LAB_SETTINGS)/overrides.json
+	$(BIN)/jupyter lab --ip=127.0.0.1 --notebook-dir=notebooks $(ALLOW_ROOT)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -6,7 +6,7 @@ embeds one offline) and the widgets that show them live in a notebook (``show``,
 """
 
 from hermes_nb.widgets.monitor import LoadMonitor, load_monitor
-from hermes_nb.widgets.show import ViewWidget, fusion_view, placement_view, show
+from hermes_nb.widgets.show import ViewWidget, fusion_view, load_bokehjs, placement_view, show
 from hermes_nb.widgets.views import (
     fusion_diagram,
     load_figure,
@@ -22,6 +22,7 @@ __all__ = [
     "ViewWidget",
     "fusion_diagram",
     "fusion_view",
+    "load_bokehjs",
     "load_figure",
     "load_monitor",
     "placement",

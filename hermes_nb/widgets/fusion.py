@@ -69,6 +69,18 @@ def _layout(unfused: list[Kernel], fused: list[Kernel], held: dict[str, list[str
     return op_pos, boxes
 
 
+def _edge_path(a: tuple[float, float], b: tuple[float, float], k: int
+               ) -> tuple[list[float], list[float]]:
+    """An edge from op ``a`` to op ``b``: across columns a straight line between their sides;
+    within a kernel's column a bracket on the right, each edge at its own offset so stacked
+    edges stay apart."""
+    if a[0] != b[0]:
+        return [a[0] + OP_W / 2, b[0] - OP_W / 2], [a[1], b[1]]
+    right = a[0] + OP_W / 2
+    out = right + 0.05 + 0.04 * (k % 3)
+    return [right, out, out, right], [a[1], a[1], b[1], b[1]]
+
+
 def fusion_diagram(plan_unfused: Plan | None, plan_fused: Plan | None) -> LayoutDOM:
     """The unfused plan's ops as a left-to-right graph; around them, a box per fused kernel
     coloured by its device. Clicking a kernel's box shows its generated source below.
@@ -109,10 +121,10 @@ def fusion_diagram(plan_unfused: Plan | None, plan_fused: Plan | None) -> Layout
         "kernel": [kernel_of.get(u.name, "—") for u in shown],
     }, name="unfused")
     edges = [(i, u.name) for u in shown for i in u.inputs if i in op_pos]
+    paths = [_edge_path(op_pos[a], op_pos[b], k) for k, (a, b) in enumerate(edges)]
     links = ColumnDataSource(data={
         "start": [a for a, _ in edges], "end": [b for _, b in edges],
-        "xs": [[op_pos[a][0] + OP_W / 2, op_pos[b][0] - OP_W / 2] for a, b in edges],
-        "ys": [[op_pos[a][1], op_pos[b][1]] for a, b in edges],
+        "xs": [xs for xs, _ in paths], "ys": [ys for _, ys in paths],
     }, name="links")
 
     xs = [p[0] for p in op_pos.values()]

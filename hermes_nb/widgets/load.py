@@ -5,7 +5,7 @@ from __future__ import annotations
 import weakref
 
 from bokeh.layouts import column
-from bokeh.models import ColumnDataSource, HoverTool, LayoutDOM, LinearAxis, Range1d
+from bokeh.models import ColumnDataSource, DataRange1d, HoverTool, LayoutDOM, LinearAxis, Range1d
 from bokeh.plotting import figure
 
 from hermes_nb.devices.load import LoadSnapshot
@@ -45,7 +45,6 @@ def load_figure(sampler: LoadSampler | None) -> LayoutDOM:
     x_range = None
     for dev, snaps in history.items():
         source = ColumnDataSource(data=_columns(snaps), name=f"load:{dev}")
-        peak = max(max(source.data["memory_mb"]), 1.0)
         fig = figure(title=dev, x_axis_type="datetime", height=180, sizing_mode="stretch_width",
                      y_range=Range1d(0, 1.05), y_axis_label="busy fraction",
                      tools="xpan,xwheel_zoom,reset,save")
@@ -53,12 +52,15 @@ def load_figure(sampler: LoadSampler | None) -> LayoutDOM:
             x_range = fig.x_range
         else:
             fig.x_range = x_range  # every device pans together
-        fig.extra_y_ranges = {"memory": Range1d(0, peak * 1.2)}
+        # the memory axis follows the data as it streams in (a fixed range would clip growth)
+        memory_range = DataRange1d(start=0, range_padding=0.2, only_visible=True)
+        fig.extra_y_ranges = {"memory": memory_range}
         fig.add_layout(LinearAxis(y_range_name="memory", axis_label="memory MB"), "right")
         busy = fig.line(x="time", y="busy", source=source, color=colors[dev], line_width=2,
                         legend_label="busy")
-        fig.line(x="time", y="memory_mb", source=source, y_range_name="memory", color="#444",
-                 line_dash="dashed", legend_label="memory")
+        memory = fig.line(x="time", y="memory_mb", source=source, y_range_name="memory",
+                          color="#444", line_dash="dashed", legend_label="memory")
+        memory_range.renderers = [memory]
         fig.add_tools(HoverTool(renderers=[busy], mode="vline", tooltips=[
             ("busy", "@busy{0.00}"), ("memory", "@memory_mb{0.0} MB"), ("queued", "@queued"),
             ("free in", "@expected_free_s{0.000} s"), ("completed", "@completed"),

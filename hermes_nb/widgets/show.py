@@ -2,7 +2,9 @@
 
 The widget keeps the Python and browser sides of the Bokeh document in sync over the
 widget's comm, so a view can be updated after it is shown (the live load monitor streams
-into it). BokehJS ships inside the jupyter_bokeh JupyterLab extension: nothing is fetched.
+into it). jupyter_bokeh's front end needs BokehJS in the page: the first view a kernel shows
+loads it inline with its output (never from a CDN); :func:`load_bokehjs` loads it again, e.g.
+after the browser page was reloaded.
 """
 
 from __future__ import annotations
@@ -41,8 +43,25 @@ class ViewWidget(BokehModel):
         super().close()
 
 
+_bokehjs_loaded = False
+
+
+def load_bokehjs(force: bool = False) -> None:
+    """Put BokehJS (inline: offline, no CDN) into the notebook page, once per kernel unless
+    ``force``; the views' front end calls into it."""
+    global _bokehjs_loaded
+    if _bokehjs_loaded and not force:
+        return
+    from bokeh.io import output_notebook
+    from bokeh.resources import INLINE
+
+    output_notebook(resources=INLINE, hide_banner=True)
+    _bokehjs_loaded = True
+
+
 def as_widget(layout: Model, kind: str) -> ViewWidget:
     """``layout`` in a widget carrying the classes ``hermes-view`` and ``kind``."""
+    load_bokehjs()
     widget = ViewWidget(layout)
     widget.add_class("hermes-view")
     widget.add_class(kind)

@@ -1,0 +1,216 @@
+"""The notebook views in a real JupyterLab, driven in headless Chromium.
+
+A notebook is written into the server's root, opened, and run with Run → Run All Cells; the
+test then reads the page: each view draws a Bokeh canvas, the live load monitor changes while
+devices work, no cell fails, the browser logs no error and nothing is fetched from outside.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from lab_harness import (
+    LabPage,
+    LabServer,
+    open_notebook,
+    run_all_cells,
+    save_notebook,
+    stderr_outputs,
+    wait_all_cells_run,
+    wait_cell_running,
+    widget_errors,
+)
+
+nbformat = pytest.importorskip("nbformat", reason="the browser tests need nbformat (test extra)")
+
+pytestmark = pytest.mark.browser
+
+# console errors known to be harmless and unrelated to Hermes, each with the reason
+CONSOLE_ALLOWED: tuple[str, ...] = ()
+
+# non-transparent pixels on a canvas: a Bokeh plot that drew something has many
+_PAINTED_PIXELS = """c => {
+  const ctx = c.width && c.height ? c.getContext('2d') : null;
+  if (ctx === null) return 0;
+  const data = ctx.getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 3; i < data.length; i += 4) if (data[i] !== 0) n++;
+  return n;
+}"""
+
+# the busy column of each load:<device> data source in the page's Bokeh documents
+_LOAD_SERIES = """() => {
+  const out = {};
+  for (const doc of (window.Bokeh ? window.Bokeh.documents : []))
+    for (const m of doc.all_models)
+      if (typeof m.name === 'string' && m.name.startsWith('load:') && m.data && m.data.busy)
+        out[m.name.slice(5)] = Array.from(m.data.busy);
+  return out;
+}"""
+
+SETUP = """\
+%load_ext hermes_nb
+import time
+import numpy as np
+import hermes_nb as hm
+rng = np.random.default_rng(0)
+img = rng.random((256, 256), dtype=np.float32)
+a = rng.random(100_000, dtype=np.float32)"""
+
+MONITOR = "monitor = hm.load_monitor()\nmonitor"
+
+VIEWS = """\
+%%hermes --timeline --placement --fusion
+with hm.device("opencl:0"):
+    e = hm.compose(hm.gaussian_blur(kernel_size=5), hm.sobel_edge_detection())(img)
+with hm.device("cpu:0"):
+    s = (hm.asarray(a) * 2 + 1).sum()"""
+
+CHECK = """\
+assert e.shape == img.shape
+np.testing.assert_allclose(float(s.numpy()), float((a.astype(np.float64) * 2 + 1).sum()), rtol=1e-4)"""
+
+# keeps both devices busy for a while, so the monitor has something to show
+BUSY = """\
+big = rng.random((1024, 1024), dtype=np.float32)
+edges = hm.compose(hm.gaussian_blur(kernel_size=5), hm.sobel_edge_detection())
+end = time.monotonic() + 8
+while time.monotonic() < end:
+    with hm.device("opencl:0"):
+        edges(big).numpy()
+    with hm.device("cpu:0"):
+        (hm.asarray(big) * 2 + 1).sum().numpy()"""
+
+STOP = "monitor.stop()  # stops sampling; the figures stay (close() would remove them)"
+
+CELLS = [SETUP, MONITOR, VIEWS, CHECK, BUSY, STOP]
+
+
+def write_notebook(server: LabServer, name: str, sources: list[str]) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    nbformat.write(nb, server.root / name)
+
+
+def saved_errors(server: LabServer, name: str) -> list[str]:
+    """The error outputs (exception name and message) in the notebook as saved."""
+    nb = nbformat.read(server.root / name, as_version=4)
+    return [f"{o['ename']}: {o['evalue']}" for cell in nb.cells if cell.cell_type == "code"
+            for o in cell.outputs if o.output_type == "error"]
+
+
+def unexpected_console_errors(lab: LabPage) -> list[str]:
+    return [e for e in lab.console_errors if not any(allowed in e for allowed in CONSOLE_ALLOWED)]
+
+
+def run_notebook(lab: LabPage, name: str, sources: list[str]) -> None:
+    write_notebook(lab.server, name, sources)
+    open_notebook(lab.page, lab.server, name)
+    run_all_cells(lab.page)
+
+
+def wait_view(lab: LabPage, selector: str, timeout_ms: float) -> Any:
+    """The first ``selector`` element, once visible; if it never shows, fail with what the
+    browser said instead."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    view = lab.page.locator(selector).first
+    try:
+        view.wait_for(timeout=timeout_ms)
+        appeared = True
+    except PlaywrightTimeout:
+        appeared = False
+    if not appeared:
+        pytest.fail(f"{selector} never appeared; widgets that failed: {widget_errors(lab.page)}; "
+                    f"console errors: {lab.console_errors}", pytrace=False)
+    view.scroll_into_view_if_needed()
+    return view
+
+
+def assert_canvas_drawn(lab: LabPage, selector: str) -> None:
+    """``selector`` holds a Bokeh canvas of non-zero size with pixels painted on it."""
+    wait_view(lab, selector, 30_000)
+    canvases = lab.page.locator(f"{selector} canvas")
+    canvases.first.wait_for(state="attached", timeout=30_000)
+    sizes = [canvases.nth(i).bounding_box() for i in range(canvases.count())]
+    assert any(box and box["width"] > 0 and box["height"] > 0 for box in sizes), (selector, sizes)
+    painted = max(canvases.nth(i).evaluate(_PAINTED_PIXELS) for i in range(canvases.count()))
+    assert painted > 100, f"the canvases in {selector} are blank"
+
+
+def load_series(lab: LabPage) -> dict[str, list[float]]:
+    """Per device, the busy fractions the browser's copy of the load monitor holds."""
+    return lab.page.evaluate(_LOAD_SERIES)
+
+
+def assert_clean(lab: LabPage, name: str) -> None:
+    assert widget_errors(lab.page) == []
+    assert stderr_outputs(lab.page) == []
+    save_notebook(lab.page)
+    assert saved_errors(lab.server, name) == []
+    assert unexpected_console_errors(lab) == []
+    assert lab.external_requests == []
+
+
+def test_api_needs_the_token(lab_server: LabServer):
+    assert lab_server.request("api/kernels", token=False)[0] == 403
+    status, kernels = lab_server.request("api/kernels")
+    assert status == 200
+    assert isinstance(kernels, list)
+
+
+def test_lab_uses_the_binder_overrides(lab_server: LabServer):
+    """The settings from binder/overrides.json (what make lab and Binder install) are in force:
+    no news feed, no update check, so nothing is fetched from the internet."""
+    status, settings = lab_server.request("lab/api/settings/@jupyterlab/apputils-extension:notification")
+    assert status == 200
+    defaults = {k: v["default"] for k, v in settings["schema"]["properties"].items()}
+    assert defaults["fetchNews"] == "false"
+    assert defaults["checkForUpdates"] is False
+
+
+def test_bokeh_widget_renders_offline(lab_page: LabPage):
+    """The ground the views stand on: a jupyter_bokeh widget draws in this JupyterLab, offline."""
+    run_notebook(lab_page, "bokeh.ipynb", [
+        "import bokeh.io, bokeh.plotting, bokeh.resources, jupyter_bokeh\n"
+        "bokeh.io.output_notebook(resources=bokeh.resources.INLINE, hide_banner=True)",
+        "fig = bokeh.plotting.figure(width=400, height=250)\nfig.line([1, 2, 3], [3, 1, 2])\n"
+        "w = jupyter_bokeh.BokehModel(fig)\nw.add_class('plain-bokeh')\nw",
+    ])
+    wait_all_cells_run(lab_page.page, 120_000)
+    assert_canvas_drawn(lab_page, ".plain-bokeh")
+    lab_page.screenshot("page")
+    assert_clean(lab_page, "bokeh.ipynb")
+
+
+def test_views_render_and_monitor_is_live(lab_page: LabPage):
+    """%%hermes --timeline --placement --fusion and hm.load_monitor() as a user runs them."""
+    page = lab_page.page
+    run_notebook(lab_page, "views.ipynb", CELLS)
+
+    # while BUSY runs, the monitor must change on its own: new samples, a new picture
+    wait_cell_running(page, CELLS.index(BUSY), timeout_ms=180_000)
+    monitor = wait_view(lab_page, ".hermes-load-monitor", 30_000)
+    time.sleep(1.0)
+    first_shot = lab_page.screenshot("monitor-1", monitor).read_bytes()
+    first = load_series(lab_page)
+    time.sleep(2.0)
+    second_shot = lab_page.screenshot("monitor-2", monitor).read_bytes()
+    second = load_series(lab_page)
+    assert {"cpu:0", "opencl:0"} <= set(second)
+    for device in second:
+        assert second[device] != first[device], f"no new {device} samples in 2 s"
+    assert first_shot != second_shot, "the load monitor looked the same 2 s later"
+
+    wait_all_cells_run(page, 180_000)
+    busiest = {device: max(busy) for device, busy in load_series(lab_page).items()}
+    assert all(b > 0 for b in busiest.values()), f"the monitor never saw a busy device: {busiest}"
+    for kind in ("placement", "timeline", "fusion", "load-monitor"):
+        assert_canvas_drawn(lab_page, f".hermes-{kind}")
+        lab_page.screenshot(kind, page.locator(f".hermes-{kind}").first)
+    lab_page.screenshot("page")
+    assert_clean(lab_page, "views.ipynb")
