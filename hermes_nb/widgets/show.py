@@ -79,12 +79,17 @@ def show(obj: Any) -> ViewWidget:
     return as_widget(view(obj), kind)
 
 
-def placement_view(obj: Plan | Profile | None) -> ViewWidget:
-    """A widget of the placement DAG: of a Plan, or of what a Profile's run executed (with the
-    measured time of each kernel)."""
+def placement_view(obj: Plan | Profile | Tensor | None) -> ViewWidget:
+    """A widget of the placement DAG: of a Plan, of what a Profile's run executed (with the
+    measured time of each kernel), or of where a lazy tensor's kernels would run now."""
     from hermes_nb.widgets.dag import placement
+    from hermes_nb.widgets.views import view
 
-    return as_widget(placement(obj), "hermes-placement")
+    if isinstance(obj, Tensor):
+        shown = placement(obj.explain()) if not obj.is_materialized else view(obj)
+    else:
+        shown = placement(obj)
+    return as_widget(shown, "hermes-placement")
 
 
 def fusion_view(*objs: Tensor | Pipeline, shape: tuple[int, ...] | None = None) -> ViewWidget:

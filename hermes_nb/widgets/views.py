@@ -9,6 +9,7 @@ from bokeh.resources import INLINE
 from hermes_nb.plan import Plan
 from hermes_nb.runtime.monitor import LoadSampler
 from hermes_nb.runtime.profile import Profile
+from hermes_nb.tensor import Tensor
 from hermes_nb.widgets._common import message
 from hermes_nb.widgets.dag import placement
 from hermes_nb.widgets.fusion import fusion_diagram
@@ -19,11 +20,20 @@ __all__ = ["fusion_diagram", "load_figure", "placement", "stream_load", "timelin
            "view"]
 
 
+NOT_COMPUTED = ("this tensor has not been computed, so nothing has run yet: compute it (or "
+                "assign it in a %%hermes cell), then show hm.runtime.last_profile(); "
+                "placement_view(tensor) shows where it would run")
+COMPUTED = ("a computed tensor keeps its values, not its run: show hm.runtime.last_profile() "
+            "right after computing it")
+
+
 def view(obj: object) -> Model:
     """The view for a hermes object: a Profile's timeline, a Plan's placement, a sampler's load;
-    a Bokeh model is returned as it is."""
+    a Bokeh model is returned as it is; for a tensor, a message saying what to show instead."""
     if isinstance(obj, Model):
         return obj
+    if isinstance(obj, Tensor):
+        return message(COMPUTED if obj.is_materialized else NOT_COMPUTED)
     if isinstance(obj, Profile) or obj is None:
         return timeline(obj)
     if isinstance(obj, Plan):

@@ -128,6 +128,18 @@ def test_placement_view_of_a_run_shows_measured_times() -> None:
         k.key: k.device for k in profile.kernels}
 
 
+def test_views_of_tensors_say_what_to_show() -> None:
+    lazy = _pipeline_tensor()
+    for widget in (widgets.show(lazy), widgets.placement_view(lazy.compute())):
+        model = widget.bokeh_model
+        assert isinstance(model, Div)
+    assert "has not been computed" in widgets.show(lazy).bokeh_model.text
+    assert "keeps its values, not its run" in widgets.show(lazy.compute()).bokeh_model.text
+    planned = widgets.placement_view(lazy).bokeh_model  # a lazy tensor: where it would run
+    assert list(_source(planned, "kernels").data["ops"]) == [
+        " + ".join(k.ops) for k in lazy.explain().kernels]
+
+
 def test_fusion_view_of_a_pipeline_and_of_bad_input() -> None:
     pipeline = hm.compose(hm.gaussian_blur(kernel_size=3), hm.sobel_edge_detection())
     widget = widgets.fusion_view(pipeline, shape=(32, 32))
