@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from reference_ops import ARITHMETIC, COMPARISONS
+from reference_ops import ARITHMETIC, COMPARISONS, UNARY_MATH
 
 from hermes_nb.devices import opencl
 from hermes_nb.ir.node import OpSpec
@@ -137,21 +137,7 @@ def test_memory_in_use(dev):
 
 # --- elementwise ---------------------------------------------------------------------------------
 
-FLOAT_UNARY = {
-    "negative": np.negative,
-    "abs": np.abs,
-    "exp": np.exp,
-    "log": np.log,
-    "sqrt": np.sqrt,
-    "sin": np.sin,
-    "cos": np.cos,
-    "tanh": np.tanh,
-    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
-    "relu": lambda x: np.maximum(x, 0),
-    "floor": np.floor,
-    "ceil": np.ceil,
-    "round": np.round,
-}
+FLOAT_UNARY = UNARY_MATH
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
