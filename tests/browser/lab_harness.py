@@ -201,17 +201,20 @@ def wait_all_cells_run(page: Any, timeout_ms: float) -> None:
     wait_kernel_idle(page, timeout_ms)
 
 
-def wait_cell_running(page: Any, index: int, timeout_ms: float) -> None:
-    """Wait until code cell ``index`` (0-based, among code cells) is the one running: it shows
-    ``[*]`` and the cell before it has finished (queued cells show ``[*]`` too)."""
-    page.wait_for_function(
-        """(i) => {
-          const p = document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt');
-          const before = i === 0 || /\\[\\d+\\]/.test(p[i - 1].textContent);
-          return p[i] !== undefined && p[i].textContent.includes('*') && before;
-        }""",
-        arg=index, timeout=timeout_ms,
-    )
+_CELL_DONE = """(i) => {
+  const p = document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')[i];
+  return p !== undefined && /\\[\\d+\\]/.test(p.textContent);
+}"""
+
+
+def cell_done(page: Any, index: int) -> bool:
+    """Whether code cell ``index`` (0-based) shows its execution number: it has run."""
+    return bool(page.evaluate(_CELL_DONE, index))
+
+
+def wait_cell_done(page: Any, index: int, timeout_ms: float) -> None:
+    """Wait until code cell ``index`` has run (queued and running cells both show ``[*]``)."""
+    page.wait_for_function(_CELL_DONE, arg=index, timeout=timeout_ms)
 
 
 def stderr_outputs(page: Any) -> list[str]:
