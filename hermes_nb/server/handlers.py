@@ -1,53 +1,20 @@
-"""Request handlers of the server extension: every one authenticated and authorised."""
+"""Thin request handlers of the server extension, every one authenticated and authorised;
+what they answer comes from ``manager``."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import statistics
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
+from hermes_nb.server.manager import device_rows, history_summary
+
 #: the resource name Jupyter's authorizer is asked about
 AUTH_RESOURCE = "hermes"
-#: kernel signatures listed by ``history``, most recently measured first
-HISTORY_LIMIT = 50
-
-
-def device_rows() -> list[dict[str, Any]]:
-    """Every device Hermes finds, as ``Device.info()`` dicts."""
-    from hermes_nb.devices import devices
-
-    return [d.info() for d in devices()]
-
-
-def history_summary(limit: int = HISTORY_LIMIT) -> dict[str, Any]:
-    """The scheduler history on this machine, summarised per (signature, device)."""
-    from hermes_nb.scheduler.history import HistoryStore, default_path
-
-    path = default_path()
-    with HistoryStore(path) as store:
-        runs, links = store.runs(), store.links()
-    pairs: dict[tuple[str, str], list[Any]] = {}
-    for run in runs:
-        pairs.setdefault((run.signature, run.device), []).append(run)
-    rows = [{
-        "signature": signature, "device": device, "runs": len(group),
-        "median_ms": statistics.median(r.seconds for r in group) * 1e3,
-        "last_recorded": max(r.recorded_at for r in group),
-    } for (signature, device), group in pairs.items()]
-    rows.sort(key=lambda r: r["last_recorded"], reverse=True)
-    return {
-        "path": str(path), "runs": len(runs), "kernels": rows[:limit],
-        "links": [{"device": link.device, "h2d_gb_per_s": link.h2d_bytes_per_s / 1e9,
-                   "d2h_gb_per_s": link.d2h_bytes_per_s / 1e9,
-                   "h2d_latency_us": link.h2d_latency_s * 1e6} for link in links],
-    }
-
-
 class _Handler(APIHandler):
     auth_resource = AUTH_RESOURCE
 

@@ -12,7 +12,8 @@ pytest.importorskip("jupyter_server", reason="the server extension needs jupyter
 import hermes_nb as hm
 from hermes_nb.scheduler.history import HistoryStore, LinkRecord, Run
 from hermes_nb.server import _jupyter_server_extension_points
-from hermes_nb.server.handlers import AUTH_RESOURCE, device_rows, handlers, history_summary
+from hermes_nb.server.handlers import AUTH_RESOURCE, handlers
+from hermes_nb.server.manager import device_rows, history_summary
 
 
 def test_devices_are_the_ones_hermes_finds() -> None:
