@@ -36,109 +36,35 @@ is half to even; ``maximum``/``minimum``/``relu`` propagate NaN. float32 ``exp``
 (and ``sigmoid``) use a vectorisable polynomial (<= 1.02 ulp, NumPy's own is
 2.5 ulp) because Numba's LLVM has no vector math library; float64 keeps libm.
 
-Kernels are cached in memory per ``(program.signature, variant)`` and on disk:
-the generated source is written to ``<cache>/numba/k_<hash>.py`` and imported
-so that Numba's ``cache=True`` lets a new process skip compilation. ``<cache>``
-is ``$HERMES_NB_CACHE_DIR`` if set, else ``platformdirs.user_cache_dir("hermes_nb")``.
-
-Threading layer: Numba's default ``workqueue`` layer aborts when parallel
-kernels are entered from two threads at once. Hermes calls a device's kernels
-from that device's worker thread, but several devices or user threads may run
-kernels concurrently, so on import we select ``tbb`` if its library loads, else
-``omp`` (both thread-safe; GNU OpenMP is not fork-safe after first use, so use
-``spawn``/``forkserver`` for worker processes), else leave ``workqueue``.
-``NUMBA_THREADING_LAYER`` set by the user wins.
+Kernels are cached in memory per ``(program.signature, variant)`` and on disk
+(``numba_support.build_kernel``).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib
-import importlib.util
-import os
-import sys
-import tempfile
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-import numba
 import numpy as np
-from llvmlite import ir
 from numba.core import types
-from numba.extending import intrinsic
 
-from hermes_nb.cache import cache_dir as hermes_cache_dir
+from hermes_nb.codegen.numba_support import (
+    build_kernel,
+    codegen_hash,
+    module_header,
+    numba_array,
+)
 from hermes_nb.compiler.program import Program
 
-__all__ = ["cache_dir", "compile_elementwise", "launch", "plan", "render", "run_elementwise", "supports"]
+__all__ = ["compile_elementwise", "launch", "plan", "render", "run_elementwise", "supports"]
 
 Variant = tuple[str, tuple[str, ...]]
 
 # output elements per task of the nd kernels: big enough to amortise the per-task
 # index arithmetic, small enough to balance the threads
 _CHUNK = 16384
-
-
-def _choose_threading_layer() -> str:
-    if os.environ.get("NUMBA_THREADING_LAYER") or numba.config.THREADING_LAYER != "default":
-        return str(numba.config.THREADING_LAYER)
-    for layer, module in (("tbb", "tbbpool"), ("omp", "omppool")):
-        try:
-            importlib.import_module(f"numba.np.ufunc.{module}")
-        except (ImportError, OSError):
-            continue
-        numba.config.THREADING_LAYER = layer
-        return layer
-    return "workqueue"
-
-
-THREADING_LAYER = _choose_threading_layer()
-
-
-# ---- LLVM intrinsics the generated code calls ------------------------------------------
-# Numba maps np.floor & co. through its ufunc machinery (slow to type) and has no fma;
-# these lower to single LLVM intrinsics, which the loop vectoriser understands.
-def _float_intrinsic(name: str, llvm_name: str, arity: int) -> Any:
-    def typer(typingctx: Any, *args: Any) -> Any:
-        if not all(isinstance(a, types.Float) and a == args[0] for a in args):
-            return None
-
-        def codegen(context: Any, builder: Any, sig: Any, llargs: Any) -> Any:
-            t = llargs[0].type
-            fn = builder.module.declare_intrinsic(llvm_name, [t], ir.FunctionType(t, [t] * arity))
-            return builder.call(fn, llargs)
-
-        return args[0](*args), codegen
-
-    # numba's @intrinsic needs explicit parameters
-    params = ", ".join(f"a{i}" for i in range(arity))
-    namespace: dict[str, Any] = {"typer": typer}
-    exec(f"def {name}(typingctx, {params}):\n    return typer(typingctx, {params})\n", namespace)
-    return intrinsic(namespace[name])
-
-
-floor_ = _float_intrinsic("floor_", "llvm.floor", 1)
-ceil_ = _float_intrinsic("ceil_", "llvm.ceil", 1)
-rint_ = _float_intrinsic("rint_", "llvm.rint", 1)  # default rounding mode: half to even
-fma_ = _float_intrinsic("fma_", "llvm.fma", 3)
-pow_ = _float_intrinsic("pow_", "llvm.pow", 2)  # C pow, as NumPy's float power
-
-
-@intrinsic
-def pow2_f32_(typingctx: Any, n: Any) -> Any:
-    """2**n as float32 for an integral float32 n in [-126, 127], by building the exponent bits."""
-    if n != types.float32:
-        return None
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        i32 = ir.IntType(32)
-        bits = builder.add(builder.fptosi(args[0], i32), ir.Constant(i32, 127))
-        return builder.bitcast(builder.shl(bits, ir.Constant(i32, 23)), ir.FloatType())
-
-    return types.float32(types.float32), codegen
 
 
 # ---- helpers emitted into the generated source, per dtype ------------------------------
@@ -362,12 +288,7 @@ _COMPARE = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "
 _ARITH = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
 
 
-def _codegen_hash() -> str:
-    # generated files import the intrinsics above, so their cache key includes this file
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-
-
-_CODEGEN_HASH = _codegen_hash()
+_CODEGEN_HASH = codegen_hash(__file__)
 
 
 def render(program: Program, variant: Variant) -> str:
@@ -406,19 +327,8 @@ def render(program: Program, variant: Variant) -> str:
 
     outs = [f"out{k}" for k in range(len(program.outputs))]
     ins = [f"in{m}" for m in range(n_in)]
-    lines = [
-        "# Generated by hermes_nb.codegen.numba_cpu; do not edit.",
-        f"# program: {program.signature}",
-        f"# variant: {variant!r}",
-        f"# codegen: {_CODEGEN_HASH}, numba {numba.__version__}",
-        "import math",
-        "",
-        "import numpy as np",
-        "from numba import njit, prange",
-        "",
-        "from hermes_nb.codegen.numba_cpu import ceil_, floor_, fma_, pow2_f32_, pow_, rint_",
-        "",
-    ]
+    lines = module_header("numba_cpu", _CODEGEN_HASH,
+                          [f"program: {program.signature}", f"variant: {variant!r}"])
     lines += [f"C{j} = {_literal(v, d)}" for j, (v, d) in enumerate(program.consts)]
     lines += [src.rstrip() + "\n" for src in emitter.helpers.values()]
     lines.append('\n@njit(parallel=True, cache=True, nogil=True, error_model="numpy")')
@@ -500,64 +410,8 @@ def supports(program: Program) -> bool:
     return True
 
 
-# ---- on-disk modules and the in-memory cache -------------------------------------------
-def cache_dir() -> Path:
-    """Where generated kernel modules (and Numba's caches, in __pycache__) live."""
-    return hermes_cache_dir("numba")
-
-
-def _write_module(source: str, digest: str) -> Path:
-    for directory in (cache_dir(), Path(tempfile.gettempdir()) / f"hermes_nb-numba-{os.getuid()}"):
-        path = directory / f"k_{digest}.py"
-        try:
-            # rewriting an identical file would change its mtime and void Numba's cache
-            if path.exists() and path.read_text() == source:
-                return path
-            directory.mkdir(parents=True, exist_ok=True)
-            tmp = directory / f".k_{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
-            tmp.write_text(source)
-            os.replace(tmp, path)  # atomic: concurrent processes never see half a file
-            return path
-        except OSError:
-            continue
-    raise OSError("hermes_nb: no writable directory for generated Numba kernels")
-
-
 _KERNELS: dict[tuple[str, Variant], Any] = {}
 _LOCK = threading.Lock()
-
-
-def _numba_type(dtype: str, readonly: bool) -> Any:
-    return types.Array(numba.from_dtype(np.dtype(dtype)), 1, "C", readonly=readonly)
-
-
-def build_kernel(source: str, prefix: str, signature: tuple[Any, ...]) -> Any:
-    """Write generated ``source`` to the kernel cache, import it and compile its
-    ``kernel`` for ``signature`` only (Numba's disk cache makes a new process skip this).
-
-    A failure raises :class:`KernelBuildError` naming the saved file; nothing is cached.
-    """
-    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
-    path = _write_module(source, f"{prefix}{digest}")
-    name = f"hermes_nb_numba_{prefix or 'k'}_{digest}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-        kernel = module.kernel
-        kernel.compile(signature)
-    except Exception as exc:  # a Numba typing/lowering error: report, do not cache
-        from hermes_nb.errors import KernelBuildError
-
-        sys.modules.pop(name, None)
-        raise KernelBuildError(
-            f"Numba build failed; source saved to {path}\n{type(exc).__name__}: {exc}",
-            log=str(exc), source_path=str(path),
-        ) from exc
-    kernel.disable_compile()  # one machine-code version per variant, never per call
-    return kernel
 
 
 def compile_elementwise(program: Program, variant: Variant) -> Any:
@@ -574,8 +428,8 @@ def compile_elementwise(program: Program, variant: Variant) -> Any:
         kernel = _KERNELS.get(key)
         if kernel is not None:
             return kernel
-        outs = [_numba_type(program.dtype_of(v), False) for v in program.outputs]
-        ins = [_numba_type(d, True) for d in program.input_dtypes]
+        outs = [numba_array(program.dtype_of(v), False) for v in program.outputs]
+        ins = [numba_array(d, True) for d in program.input_dtypes]
         extra = [types.Array(types.uint64, 1, "C", readonly=True),
                  types.Array(types.uint64, 2, "C", readonly=True)] if variant[0] == "nd" else []
         kernel = build_kernel(render(program, variant), "", tuple(outs + extra + ins))

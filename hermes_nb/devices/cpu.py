@@ -49,7 +49,9 @@ class CPUDevice(Device):
         if spec.op == "fused_stencil" and _size(spec.shape) >= STENCIL_MIN_ELEMENTS:
             stencil_jit = _numba_stencil()
             if stencil_jit is not None and stencil_jit.supports(spec.attrs["stencil"]):
-                return stencil_jit.run_stencil(spec.attrs["stencil"], inputs[0], spec.shape,
+                from hermes_nb.devices import cpu_stencil
+
+                return cpu_stencil.run_stencil(spec.attrs["stencil"], inputs[0], spec.shape,
                                                spec.dtype)
         if spec.op == "fused_elementwise" and _size(spec.shape) >= JIT_MIN_ELEMENTS:
             jit = _numba_codegen()
