@@ -106,7 +106,7 @@ def kernel_source(node: Node, device: str) -> str | None:
             return None
         shapes = [tuple(i.shape) for i in node.inputs]
         return numba_cpu.render(program, numba_cpu.plan(node.shape, shapes)[0])
-    from hermes_nb.codegen.c_source import render_source
+    from hermes_nb.codegen.c_kernels import render_source
 
     return render_source(program, kind)
 

@@ -303,6 +303,6 @@ extern "C" __global__ void hermes_fused_reduce({signature}) {{
 
 def cuda_matmul_epilogue_source(epilogue: Program) -> str:
     """The CUDA epilogue kernel run over the cuBLAS product (input 0)."""
-    from hermes_nb.codegen.c_source import cuda_kernel_source
+    from hermes_nb.codegen.c_kernels import cuda_kernel_source
 
     return cuda_kernel_source(epilogue, "hermes_matmul_epilogue")

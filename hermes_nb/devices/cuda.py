@@ -74,7 +74,7 @@ class CUDADevice(Device):
     def _fused(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         """One generated CUDA kernel (``codegen.c_source``) for the whole program; CuPy's
         ElementwiseKernel broadcasts the inputs to the output's shape."""
-        from hermes_nb.codegen.c_source import cuda_elementwise_kernel
+        from hermes_nb.codegen.c_kernels import cuda_elementwise_kernel
 
         program = spec.attrs["program"]
         if not program.n_inputs:  # all literals (0-d): nothing for a kernel to broadcast over
@@ -120,7 +120,7 @@ def _stencil_kernel(stencil: Any) -> Any:
     or its tiles exceed static shared memory."""
     import cupy
 
-    from hermes_nb.codegen import c_source, stencil_c
+    from hermes_nb.codegen import c_kernels, stencil_c
 
     try:
         if stencil_c.local_bytes(stencil, stencil_c.CUDA_CONFIG) > _STATIC_SHARED:
@@ -128,4 +128,4 @@ def _stencil_kernel(stencil: Any) -> Any:
         source = stencil_c.cuda_stencil_source(stencil)
     except stencil_c.UnsupportedStencil:
         return None
-    return cupy.RawKernel(source, "fused_stencil", options=c_source.CUDA_OPTIONS)
+    return cupy.RawKernel(source, "fused_stencil", options=c_kernels.CUDA_OPTIONS)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hermes_nb.codegen import c_fused
-from hermes_nb.codegen.c_source import CUDA_OPTIONS, cuda_elementwise_kernel
+from hermes_nb.codegen.c_kernels import CUDA_OPTIONS, cuda_elementwise_kernel
 from hermes_nb.compiler.program import Program
 from hermes_nb.ir.node import OpSpec
 

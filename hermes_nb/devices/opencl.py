@@ -205,7 +205,7 @@ class OpenCLDevice(Device):
         return self._op_fused_elementwise(fused, inputs)
 
     def _op_fused_elementwise(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        from hermes_nb.codegen import c_source
+        from hermes_nb.codegen import c_kernels, c_source
 
         program = spec.attrs["program"]
         if not self.fp64 and any(i.dtype == "float64" for i in program.instrs):
@@ -222,7 +222,7 @@ class OpenCLDevice(Device):
         if n < width:
             width = 0
         vector = width > 0
-        source = c_source.opencl_source(program, modes, width, self.fp64)
+        source = c_kernels.opencl_source(program, modes, width, self.fp64)
         args = [out.data, *(x.data for x in inputs),
                 (self._meta(meta) if "g" in modes else self._unused).data]
         done = 0

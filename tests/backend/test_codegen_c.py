@@ -20,7 +20,7 @@ import pytest
 from scipy import special
 
 import hermes_nb as hm
-from hermes_nb.codegen import c_source
+from hermes_nb.codegen import c_kernels, c_source
 from hermes_nb.compiler import optimize
 from hermes_nb.compiler.program import Program
 from hermes_nb.ir.node import toposort
@@ -295,7 +295,7 @@ def test_vectorizable_programs():
     # PoCL's vector sin/cos/pow are wrong (sin(0.001f) gave 0.008): those programs run scalar
     for fn in (lambda a: hm.sin(a) + 1, lambda a: hm.cos(a) * 2, lambda a: a ** 3.0 - 1):
         assert not c_source.vectorizable(program(fn, "float32"))
-    source = c_source.render_source(program(w2, "float32", "float32", "float32"), "opencl")
+    source = c_kernels.render_source(program(w2, "float32", "float32", "float32"), "opencl")
     assert "float8" in source and "vload8" in source and "hfused" in source
 
 
@@ -343,7 +343,7 @@ _CUPY_TYPES = {"bool": "bool", "int32": "int", "int64": "long long", "float32": 
 def _cupy_like_kernel(program: Program, name: str) -> str:
     """What CuPy's ElementwiseKernel makes of ``cuda_elementwise_parts`` (minus its
     indexing): the preamble, then per element the params as values and the operation."""
-    in_params, out_params, operation, preamble = c_source.cuda_elementwise_parts(program)
+    in_params, out_params, operation, preamble = c_kernels.cuda_elementwise_parts(program)
     params = [p.split() for p in f"{in_params}, {out_params}".strip(", ").split(", ")]
     args = ", ".join(f"{_CUPY_TYPES[t]}* _raw_{n}" for t, n in params)
     loads = "".join(f"        {_CUPY_TYPES[t]} {n} = _raw_{n}[i];\n" for t, n in params)
@@ -364,14 +364,14 @@ def test_cuda_source_compiles(tmp_path):
     # namespace of its own (helpers and hfused repeat across programs)
     units = [
         f"namespace p{k} {{\n"
-        f"{c_source.cuda_kernel_source(p, name=f'hermes_fused_{k}')}}}\n"
+        f"{c_kernels.cuda_kernel_source(p, name=f'hermes_fused_{k}')}}}\n"
         f"namespace q{k} {{\n{_cupy_like_kernel(p, f'cupy_like_{k}')}}}\n"
         for k, p in enumerate(programs)
     ]
     cu = tmp_path / "fused.cu"
     cu.write_text("\n".join(units))
     result = subprocess.run(
-        ["nvcc", "-ptx", "-arch=sm_90", *c_source.CUDA_OPTIONS, "-o", str(tmp_path / "x.ptx"),
+        ["nvcc", "-ptx", "-arch=sm_90", *c_kernels.CUDA_OPTIONS, "-o", str(tmp_path / "x.ptx"),
          str(cu)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip

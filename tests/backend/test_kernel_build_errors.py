@@ -22,14 +22,14 @@ def _opencl_device():
 def test_opencl_build_failure_names_log_and_source(monkeypatch, tmp_path):
     monkeypatch.setenv("HERMES_NB_CACHE_DIR", str(tmp_path))
     device = _opencl_device()
-    from hermes_nb.codegen import c_source
+    from hermes_nb.codegen import c_kernels
 
-    real = c_source.opencl_source
+    real = c_kernels.opencl_source
 
     def broken(*args, **kwargs):
         return real(*args, **kwargs) + "\nkernel void broken(void) { undefined_symbol_x = 1; }\n"
 
-    monkeypatch.setattr(c_source, "opencl_source", broken)
+    monkeypatch.setattr(c_kernels, "opencl_source", broken)
     x = np.linspace(0, 1, 32, dtype=np.float32)
     with hm.device(device):
         bad = hm.exp(hm.asarray(x)) * 3 + 1
@@ -43,22 +43,22 @@ def test_opencl_build_failure_names_log_and_source(monkeypatch, tmp_path):
     assert "undefined_symbol_x" in cause.log and str(saved) in str(info.value)
 
     # nothing broken was cached: with the generator fixed, the same graph builds and runs
-    monkeypatch.setattr(c_source, "opencl_source", real)
+    monkeypatch.setattr(c_kernels, "opencl_source", real)
     np.testing.assert_allclose(bad.numpy(), np.exp(x) * 3 + 1, rtol=1e-6)
 
 
 def test_other_kernels_keep_working_after_a_failed_build(monkeypatch, tmp_path):
     monkeypatch.setenv("HERMES_NB_CACHE_DIR", str(tmp_path))
     device = _opencl_device()
-    from hermes_nb.codegen import c_source
+    from hermes_nb.codegen import c_kernels
 
-    real = c_source.opencl_source
+    real = c_kernels.opencl_source
 
     def broken_when_fused(program, *args, **kwargs):  # single-op programs still build
         source = real(program, *args, **kwargs)
         return source + "\n#error deliberately broken\n" if len(program.instrs) > 1 else source
 
-    monkeypatch.setattr(c_source, "opencl_source", broken_when_fused)
+    monkeypatch.setattr(c_kernels, "opencl_source", broken_when_fused)
     x = np.arange(16, dtype=np.float32)
     with hm.device(device):
         with pytest.raises(DeviceError, match="deliberately broken"):

@@ -21,7 +21,7 @@ import pytest
 import scipy.ndimage
 
 import hermes_nb as hm
-from hermes_nb.codegen import c_source, stencil_c
+from hermes_nb.codegen import c_kernels, stencil_c
 from hermes_nb.codegen.stencil_c import StencilConfig
 from hermes_nb.compiler.program import Instr, Program
 from hermes_nb.compiler.stencil_program import ConvStage, PointStage, StencilProgram
@@ -268,7 +268,7 @@ def test_cuda_source_compiles(tmp_path):
     cu = tmp_path / "stencil.cu"
     cu.write_text("\n".join(units))
     result = subprocess.run(
-        ["nvcc", "-ptx", "-arch=sm_90", *c_source.CUDA_OPTIONS, "-o", str(tmp_path / "x.ptx"),
+        ["nvcc", "-ptx", "-arch=sm_90", *c_kernels.CUDA_OPTIONS, "-o", str(tmp_path / "x.ptx"),
          str(cu)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
