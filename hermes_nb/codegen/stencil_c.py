@@ -30,245 +30,43 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from hermes_nb.codegen.c_source import CUDA, OPENCL, CStyleRenderer, OpenCLRenderer
+from hermes_nb.codegen.c_source import OpenCLRenderer
+from hermes_nb.codegen.stencil_dialect import (
+    MODE_NAMES,
+    CUDADialect,
+    Dialect,
+    OpenCLDialect,
+    border_functions,
+)
+from hermes_nb.codegen.stencil_layout import (
+    CPU_TILE,
+    CUDA_CONFIG,
+    FLOATS,
+    StencilConfig,
+    Tile,
+    UnsupportedStencil,
+    layout,
+    local_bytes,
+    vector_dtype,
+)
 from hermes_nb.compiler.stencil_program import ConvStage, PointStage, StencilProgram
 
 __all__ = [
+    "CPU_TILE",
     "CUDA_CONFIG",
     "StencilConfig",
     "UnsupportedStencil",
     "cuda_stencil_source",
+    "layout",
     "local_bytes",
     "opencl_stencil_source",
     "render_source",
     "vector_dtype",
 ]
-
-_FLOATS = ("float32", "float64")
-
-
-class UnsupportedStencil(ValueError):
-    """The generator cannot express this program (e.g. a convolution of integers)."""
-
-
-@dataclass(frozen=True)
-class StencilConfig:
-    """Launch geometry: ``wx x wy`` work-items per group, each handling vectors of ``v``
-    adjacent pixels; a group's output tile is ``th`` rows by ``tw`` columns (``th`` a
-    multiple of ``wy``, ``tw`` of ``wx * v``)."""
-
-    v: int = 1
-    wx: int = 32
-    wy: int = 8
-    th: int = 16
-    tw: int = 32
-
-    def __post_init__(self) -> None:
-        if self.th % self.wy or self.tw % (self.wx * self.v):
-            raise ValueError(f"tile {self.th}x{self.tw} does not split over {self}")
-
-
-CPU_TILE = (16, 64)  # (rows, columns) of a CPU work-group's output tile
-CUDA_CONFIG = StencilConfig(v=1, wx=32, wy=8, th=16, tw=32)  # small enough for 48 KiB static shared
-
-
-# ---------------------------------------------------------------------------------------------
-# Layout: which values live in tiles, and how far each tile reaches beyond the output tile
-
-
-@dataclass
-class _Tile:
-    top: int  # rows above the output tile
-    left: int  # columns left of the output tile
-    rows: int
-    cols: int  # a multiple of V
-
-
-@dataclass
-class _Layout:
-    tiles: dict[int, _Tile] = field(default_factory=dict)  # value -> tile (else in registers)
-    modes: dict[int, list[str | None]] = field(default_factory=dict)  # value -> tile buffers
-    scratch: dict[int, _Tile] = field(default_factory=dict)  # separable stage -> column pass
-    live: set[int] = field(default_factory=set)
-
-
-def _round_up(n: int, m: int) -> int:
-    return -(-n // m) * m
-
-
-def _layout(stencil: StencilProgram, cfg: StencilConfig) -> _Layout:
-    """Walk the stages backwards from the result: a value is a tile if a convolution (or a
-    pointwise stage computed on a tile) reads it; its tile covers what every consumer needs."""
-    stages = stencil.stages
-    if not stages:
-        raise UnsupportedStencil("a stencil program needs at least one stage")
-    lay = _Layout()
-    need: dict[int, list[int]] = {}  # value -> [top, bottom, left, right]
-    tile_flag: set[int] = set()
-    result = stencil.result
-    lay.live.add(result)
-
-    def require(v: int, ext: tuple[int, int, int, int], tile: bool) -> None:
-        lay.live.add(v)
-        old = need.setdefault(v, [0, 0, 0, 0])
-        need[v] = [max(a, b) for a, b in zip(old, ext)]
-        if tile:
-            tile_flag.add(v)
-
-    def finalize(v: int) -> tuple[int, int, int, int]:
-        if v not in tile_flag:
-            return (0, 0, 0, 0)
-        top, bottom, left, right = need.get(v, [0, 0, 0, 0])
-        cols = _round_up(left + cfg.tw + right, cfg.v)
-        lay.tiles[v] = _Tile(top, left, top + cfg.th + bottom, cols)
-        return (top, bottom, left, cols - left - cfg.tw)
-
-    for s in range(len(stages) - 1, -1, -1):
-        u = s + 1
-        if u not in lay.live:
-            continue
-        stage = stages[s]
-        ext = finalize(u)
-        is_tile = u in tile_flag
-        if isinstance(stage, ConvStage):
-            ry, rx = stage.radius
-            v = stage.source
-            modes = lay.modes.setdefault(v, [])
-            if stage.border not in modes:
-                modes.append(stage.border)
-            if stage.separable is not None and is_tile:
-                t = lay.tiles[u]
-                left = t.left + rx
-                cols = _round_up(left + cfg.tw + ext[3] + rx, cfg.v)
-                lay.scratch[s] = _Tile(t.top, left, t.rows, cols)
-                require(v, (ext[0] + ry, ext[1] + ry, left, cols - left - cfg.tw), True)
-            else:
-                require(v, (ext[0] + ry, ext[1] + ry, ext[2] + rx, ext[3] + rx), True)
-        else:
-            for v in stage.sources:
-                require(v, ext, is_tile)
-    tile_flag.add(0)  # the input is always staged in a tile: every read of it is local
-    lay.live.add(0)
-    finalize(0)
-    for v in lay.tiles:
-        if not lay.modes.get(v):
-            lay.modes[v] = [None]  # read only pointwise: out-of-image entries never matter
-    return lay
-
-
-def local_bytes(stencil: StencilProgram, cfg: StencilConfig) -> int:
-    """Local (shared) memory one work-group of this configuration needs."""
-    lay = _layout(stencil, cfg)
-    total = 0
-    for v, t in lay.tiles.items():
-        total += t.rows * t.cols * np.dtype(stencil.value_dtypes[v]).itemsize * len(lay.modes[v])
-    for s, t in lay.scratch.items():
-        total += t.rows * t.cols * np.dtype(stencil.value_dtypes[s + 1]).itemsize
-    return total
-
-
-@functools.lru_cache(maxsize=256)
-def vector_dtype(stencil: StencilProgram) -> str | None:
-    """The one float dtype of all values if every stage can run on vectors, else None."""
-    dtypes = set(stencil.value_dtypes)
-    if len(dtypes) != 1 or not dtypes <= set(_FLOATS):
-        return None
-    (f,) = dtypes
-    for st in stencil.stages:
-        if isinstance(st, PointStage):
-            p = st.program
-            if OpenCLRenderer.vector_float(p) != f or set(p.input_dtypes) != {f} \
-                    or p.dtype_of(p.outputs[0]) != f:
-                return None
-    return f
-
-
-# ---------------------------------------------------------------------------------------------
-# Dialects
-
-
-class _Dialect:
-    renderer: CStyleRenderer
-    i64: str
-    local: str
-    barrier: str
-    restrict: str
-    lid: tuple[str, str]
-    gid: tuple[str, str, str]
-    ngroups_z: str
-
-    def fma(self, dtype: str) -> str:
-        raise NotImplementedError
-
-
-class _OpenCL(_Dialect):
-    renderer = OPENCL
-    i64 = "long"
-    local = "__local"
-    barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
-    restrict = "restrict"
-    lid = ("(int)get_local_id(0)", "(int)get_local_id(1)")
-    gid = ("(long)get_group_id(0)", "(long)get_group_id(1)", "(long)get_group_id(2)")
-    ngroups_z = "(long)get_num_groups(2)"
-
-    def fma(self, dtype: str) -> str:
-        return "fma"
-
-
-class _CUDA(_Dialect):
-    renderer = CUDA
-    i64 = "long long"
-    local = "__shared__"
-    barrier = "__syncthreads();"
-    restrict = "__restrict__"
-    lid = ("(int)threadIdx.x", "(int)threadIdx.y")
-    gid = ("(long long)blockIdx.x", "(long long)blockIdx.y", "(long long)blockIdx.z")
-    ngroups_z = "(long long)gridDim.z"
-
-    def fma(self, dtype: str) -> str:
-        return "fmaf" if dtype == "float32" else "fma"
-
-
-_MODE_NAMES = {"reflect101": "reflect101", "reflect": "reflect", "replicate": "replicate",
-               "constant": "constant", None: "replicate"}
-
-
-def _border_functions(d: _Dialect) -> str:
-    """``hb_<mode>(i, n)``: index i mapped into [0, n) like OpenCV's borderInterpolate
-    (reflecting as often as needed); -1 means "outside, reads as 0" (constant)."""
-    q = d.renderer.qualifier
-    L = d.i64
-    return f"""\
-{q} {L} hb_reflect101({L} i, const {L} n) {{
-    if (i >= 0 && i < n) return i;
-    if (n == 1) return 0;
-    const {L} period = 2 * n - 2;
-    i %= period;
-    if (i < 0) i += period;
-    return i < n ? i : period - i;
-}}
-{q} {L} hb_reflect({L} i, const {L} n) {{
-    if (i >= 0 && i < n) return i;
-    const {L} period = 2 * n;
-    i %= period;
-    if (i < 0) i += period;
-    return i < n ? i : period - 1 - i;
-}}
-{q} {L} hb_replicate({L} i, const {L} n) {{
-    return i < 0 ? 0 : (i >= n ? n - 1 : i);
-}}
-{q} {L} hb_constant({L} i, const {L} n) {{
-    return (i >= 0 && i < n) ? i : -1;
-}}
-{q} {L} hb_clamp({L} i, const {L} lo, const {L} hi) {{
-    return i < lo ? lo : (i > hi ? hi : i);
-}}"""
-
 
 # ---------------------------------------------------------------------------------------------
 # The kernel
@@ -291,7 +89,7 @@ class _Writer:
         self("}")
 
 
-def _weight_terms(weights: list[float], reads: list[str], dtype: str, vt: str, d: _Dialect
+def _weight_terms(weights: list[float], reads: list[str], dtype: str, vt: str, d: Dialect
                   ) -> str:
     """Σ weights[k] * reads[k] as one expression: zero taps skipped, ±1 taps without a
     multiply, the rest fused multiply-adds (weights rounded to ``dtype`` like the reference)."""
@@ -312,18 +110,18 @@ def _weight_terms(weights: list[float], reads: list[str], dtype: str, vt: str, d
     return acc or f"(({vt}){r.literal(0.0, dtype)})"
 
 
-def _render(stencil: StencilProgram, cfg: StencilConfig, d: _Dialect) -> str:
+def _render(stencil: StencilProgram, cfg: StencilConfig, d: Dialect) -> str:
     V = cfg.v
-    if isinstance(d, _CUDA) and V != 1:
+    if isinstance(d, CUDADialect) and V != 1:
         raise UnsupportedStencil("the CUDA rendering is scalar (v=1)")
     if V > 1 and vector_dtype(stencil) is None:
         raise UnsupportedStencil("vector width > 1 needs one float dtype and vectorisable stages")
     for i, st in enumerate(stencil.stages):
         if isinstance(st, ConvStage):
             pair = (stencil.value_dtypes[st.source], stencil.value_dtypes[i + 1])
-            if not set(pair) <= set(_FLOATS):  # accumulators and fma are float-only here
+            if not set(pair) <= set(FLOATS):  # accumulators and fma are float-only here
                 raise UnsupportedStencil(f"convolution of {pair[0]} into {pair[1]}")
-    lay = _layout(stencil, cfg)
+    lay = layout(stencil, cfg)
     r = d.renderer
     dts = stencil.value_dtypes
 
@@ -351,7 +149,7 @@ def _render(stencil: StencilProgram, cfg: StencilConfig, d: _Dialect) -> str:
     lx, ly = ("0", "0") if cfg.wx == cfg.wy == 1 else ("lx", "ly")
     w = _Writer()
 
-    def tile_loop(t: _Tile, vector: bool = True) -> None:
+    def tile_loop(t: Tile, vector: bool = True) -> None:
         step = V if vector else 1
         start_c = f"{lx} * {step}" if lx != "0" and step > 1 else lx
         w.open(f"for (int r = {ly}; r < {t.rows}; r += {cfg.wy})")
@@ -361,7 +159,7 @@ def _render(stencil: StencilProgram, cfg: StencilConfig, d: _Dialect) -> str:
         w.close()
         w.close()
 
-    def inside(t: _Tile) -> str:
+    def inside(t: Tile) -> str:
         """The whole tile lies inside the image (no border handling needed)."""
         return (f"(y0 >= {t.top} && y0 - {t.top} + {t.rows} <= H && "
                 f"x0 >= {t.left} && x0 - {t.left} + {t.cols} <= W)")
@@ -391,7 +189,7 @@ def _render(stencil: StencilProgram, cfg: StencilConfig, d: _Dialect) -> str:
     tile_loop(t0, vector=False)
     w(f"const {d.i64} gy = y0 - {t0.top} + r, gx = x0 - {t0.left} + c;")
     for k, mode in enumerate(lay.modes[0]):
-        fn = f"hb_{_MODE_NAMES[mode]}"
+        fn = f"hb_{MODE_NAMES[mode]}"
         w(f"const {d.i64} my{k} = {fn}(gy, H), mx{k} = {fn}(gx, W);")
         w(f"t0_{k}[r * {t0.cols} + c] = (my{k} < 0 || mx{k} < 0) ? ({ct(0)})0 : "
           f"src[my{k} * W + mx{k}];")
@@ -475,7 +273,7 @@ def _render(stencil: StencilProgram, cfg: StencilConfig, d: _Dialect) -> str:
             w(f"const {d.i64} gy = y0 - {tu.top} + r, gx = x0 - {tu.left} + c;")
             w("if (gy >= 0 && gy < H && gx >= 0 && gx < W) continue;")
             for k, mode in enumerate(modes):
-                fn = f"hb_{_MODE_NAMES[mode]}"
+                fn = f"hb_{MODE_NAMES[mode]}"
                 w(f"const {d.i64} my{k} = {fn}(gy, H), mx{k} = {fn}(gx, W);")
                 w(f"t{u}_{k}[r * {tu.cols} + c] = (my{k} < 0 || mx{k} < 0) ? ({ct(u)})0 : "
                   f"t{u}_{k}[(hb_clamp(my{k}, ylo, yhi) - (y0 - {tu.top})) * {tu.cols} + "
@@ -513,7 +311,7 @@ def _render(stencil: StencilProgram, cfg: StencilConfig, d: _Dialect) -> str:
             ry, rx = stage.radius
             sb = buf(v, stage.border)
 
-            def at(i: int, j: int, v: int = v, tv: _Tile = tv, ry: int = ry, rx: int = rx,
+            def at(i: int, j: int, v: int = v, tv: Tile = tv, ry: int = ry, rx: int = rx,
                    sb: str = sb, u: int = u) -> str:
                 return convert(load(f"{sb} + (r + {tv.top - ry + i}) * {tv.cols} + c + "
                                     f"{tv.left - rx + j}"), v, u)
@@ -578,10 +376,10 @@ def _render(stencil: StencilProgram, cfg: StencilConfig, d: _Dialect) -> str:
     ]
     if lx != "0":
         prologue.append(f"    const int lx = {d.lid[0]}, ly = {d.lid[1]};")
-    gl = "__global " if isinstance(d, _OpenCL) else ""
+    gl = "__global " if isinstance(d, OpenCLDialect) else ""
     params = (f"{gl}{ct(stencil.result)}* {d.restrict} out, {gl}const {ct(0)}* {d.restrict} in, "
               f"const {L} H, const {L} W, const {L} nb")
-    if isinstance(d, _OpenCL):
+    if isinstance(d, OpenCLDialect):
         fp64 = any(dt == "float64" for dt in dts) or any(
             "float64" in (*st.program.input_dtypes, *(i.dtype for i in st.program.instrs))
             for st in stencil.stages if isinstance(st, PointStage))
@@ -599,13 +397,13 @@ def _render(stencil: StencilProgram, cfg: StencilConfig, d: _Dialect) -> str:
         sig = (f'extern "C" __global__ void __launch_bounds__({cfg.wx * cfg.wy})\n'
                f"fused_stencil({params})")
     return "\n".join([
-        *head, "", _border_functions(d), "", *functions, "",
+        *head, "", border_functions(d), "", *functions, "",
         f"{sig}\n{{", *("    " + x for x in decls), *prologue, body, "}", "",
     ])
 
 
-_OPENCL_DIALECT = _OpenCL()
-_CUDA_DIALECT = _CUDA()
+_OPENCL_DIALECT = OpenCLDialect()
+_CUDA_DIALECT = CUDADialect()
 
 
 @functools.lru_cache(maxsize=256)

@@ -204,7 +204,7 @@ def test_layout_halo():
     """The input tile reaches exactly ``stencil.halo()`` beyond the output tile."""
     for k in (3, 5, 7):
         st = blur_sobel(k)
-        lay = stencil_c._layout(st, StencilConfig(v=1, wx=1, wy=1, th=8, tw=8))
+        lay = stencil_c.layout(st, StencilConfig(v=1, wx=1, wy=1, th=8, tw=8))
         t0 = lay.tiles[0]
         assert (t0.top, t0.left) == st.halo()
         assert t0.rows == 8 + 2 * st.halo()[0] and t0.cols == 8 + 2 * st.halo()[1]
