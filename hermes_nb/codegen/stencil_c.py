@@ -428,14 +428,14 @@ def render_source(stencil: StencilProgram, device: str) -> str | None:
         return cuda_stencil_source(stencil)
     if kind != "opencl":
         raise ValueError(f"no C source for device kind {device!r}")
-    from hermes_nb.devices import get_device
+    from hermes_nb.devices import get_device, opencl_stencil
 
     try:
         dev: Any = get_device(device)
     except ValueError:  # not on this machine: show the CPU geometry
         f = vector_dtype(stencil)
         return opencl_stencil_source(stencil, opencl_config(f, 16 if f == "float32" else 8, True))
-    cfg = dev._stencil_config(stencil)
+    cfg = opencl_stencil.stencil_config(dev, stencil)
     return None if cfg is None else opencl_stencil_source(stencil, cfg)
 
 

@@ -238,74 +238,9 @@ class OpenCLDevice(Device):
         return out
 
     def _op_fused_stencil(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        """A blur/Sobel/pointwise pipeline as ONE generated kernel (``codegen.stencil_c``):
-        each work-group stages its tile and aprons in local memory, reads the image once
-        and writes the result once."""
-        from hermes_nb.codegen import stencil_c
+        from hermes_nb.devices import opencl_stencil  # one kernel, tiles in local memory
 
-        stencil = spec.attrs["stencil"]
-        if not self.fp64 and "float64" in stencil.value_dtypes:
-            raise TypeError(f"fused_stencil: device {self.id} ({self.name}) has no float64")
-        out = self.empty(spec.shape, spec.dtype)
-        if out.size == 0:
-            return out
-        cfg = self._stencil_config(stencil)
-        if cfg is None:  # not expressible, or too big for local memory: the stages one by one
-            return self._stencil_stages(spec, stencil, inputs[0])
-        knl = self.programs.kernel(stencil_c.opencl_stencil_source(stencil, cfg), "fused_stencil")
-        gx, gy, nb = stencil_c.grid(spec.shape, cfg)
-        h, w = spec.shape[-2], spec.shape[-1]
-        knl(
-            self.queue, (gx * cfg.wx, gy * cfg.wy, nb), (cfg.wx, cfg.wy, 1),
-            out.data, inputs[0].data, np.int64(h), np.int64(w), np.int64(nb),
-        )  # fmt: skip
-        return out
-
-    def _stencil_config(self, stencil: Any) -> Any:
-        """The launch geometry for ``stencil`` on this device, or None if it cannot run as one
-        kernel here. Cached per program: the choice tries a few tile sizes."""
-        from hermes_nb.codegen import stencil_c
-
-        cache = self._stencil_configs
-        if stencil in cache:
-            return cache[stencil]
-        flt = stencil_c.vector_dtype(stencil)
-        base = stencil_c.opencl_config(flt, self._vector_width.get(flt or "", 0), self._cpu,
-                                       int(self.cl_device.max_work_group_size))
-        limit = int(self.cl_device.local_mem_size)
-        chosen = None
-        try:
-            # shrink the tile until it and its aprons fit in local memory (GPUs: 32-64 KiB)
-            cfg: Any = base
-            while cfg is not None and stencil_c.local_bytes(stencil, cfg) > limit:
-                cfg = stencil_c.smaller(cfg)
-            if cfg is not None:
-                stencil_c.opencl_stencil_source(stencil, cfg)  # raises if not expressible
-            chosen = cfg
-        except stencil_c.UnsupportedStencil:
-            chosen = None
-        cache[stencil] = chosen
-        return chosen
-
-    def _stencil_stages(self, spec: OpSpec, stencil: Any, image: Any) -> Any:
-        """Fallback: each stage as its own conv2d / fused_elementwise kernel."""
-        from hermes_nb.compiler.stencil_program import ConvStage
-
-        values = [image]
-        for stage, name in zip(stencil.stages, stencil.value_dtypes[1:]):
-            dtype = np.dtype(name)
-            if isinstance(stage, ConvStage):
-                sub = OpSpec("conv2d", spec.shape, dtype, (spec.shape,), (dtype,),
-                             {"weights": stage.weights, "border": stage.border,
-                              "separable": stage.separable}, spec.device)
-                values.append(self._op_conv2d(sub, [values[stage.source]]))
-            else:
-                srcs = [values[i] for i in stage.sources]
-                sub = OpSpec("fused_elementwise", spec.shape, dtype,
-                             tuple(spec.shape for _ in srcs), tuple(x.dtype for x in srcs),
-                             {"program": stage.program}, spec.device)
-                values.append(self._op_fused_elementwise(sub, srcs))
-        return values[-1]
+        return opencl_stencil.fused_stencil(self, spec, inputs)
 
     def _op_fused_reduce(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         from hermes_nb.devices import opencl_fused  # prologue + reduction + epilogue kernel

@@ -25,6 +25,7 @@ from hermes_nb.codegen import c_kernels, stencil_c
 from hermes_nb.codegen.stencil_c import StencilConfig
 from hermes_nb.compiler.program import Instr, Program
 from hermes_nb.compiler.stencil_program import ConvStage, PointStage, StencilProgram
+from hermes_nb.devices import opencl_stencil
 from hermes_nb.devices.array_backend import ArrayOps
 from hermes_nb.ir.node import OpSpec
 
@@ -179,10 +180,10 @@ def test_tile_pointwise_and_input_modes(ocl, maker):
 
 def test_vector_geometry_on_cpu(ocl):
     """CPUs get vector work-items (PoCL vectorises float16 loads/fma); scalar programs don't."""
-    cfg = ocl._stencil_config(blur_sobel())
+    cfg = opencl_stencil.stencil_config(ocl, blur_sobel())
     if ocl._cpu and ocl._vector_width["float32"] >= 4:
         assert cfg.v >= 4 and cfg.wx == cfg.wy == 1
-    assert ocl._stencil_config(masked_pipeline()).v == 1
+    assert opencl_stencil.stencil_config(ocl, masked_pipeline()).v == 1
     source = stencil_c.opencl_stencil_source(blur_sobel(), cfg)
     assert source.count("__kernel") == 1 and "__local" in source
 
@@ -193,7 +194,7 @@ def test_too_big_for_local_memory_falls_back(ocl, monkeypatch):
     monkeypatch.setattr(stencil_c, "local_bytes", lambda *a: 1 << 60)
     ocl._stencil_configs.pop(stencil, None)
     try:
-        assert ocl._stencil_config(stencil) is None
+        assert opencl_stencil.stencil_config(ocl, stencil) is None
         got, want = run_both(ocl, stencil, (2, 21, 30))
     finally:
         ocl._stencil_configs.pop(stencil, None)
