@@ -297,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown workload(s) {unknown}; choose from {', '.join(WORKLOADS)}")
     repeats = args.repeats or (3 if args.quick else 5)
     print("devices:", ", ".join(f"{d.id} ({d.name})" for d in hm.devices()))
-    results = run(names, args.quick, repeats)
+    with hm.options(progress=False):  # bars would interleave with the table
+        results = run(names, args.quick, repeats)
     print(f"\nscheduling overhead: {scheduling_overhead() * 1e6:.1f} µs per kernel "
           "(estimates + policy + load snapshot; Dask's own per-task cost comes on top)")
     if args.json:

@@ -245,3 +245,14 @@ def test_bad_progress_option() -> None:
     with pytest.raises(ValueError, match="progress must be True, False or 'auto', got 'yes'"), \
             hm.options(progress="yes"):
         pass
+
+
+def test_auto_progress_appears_once_a_run_is_long(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes_nb.runtime import progress
+
+    monkeypatch.setattr(progress, "AUTO_DELAY_S", 0.0)  # every run counts as long
+    a = hm.asarray(np.ones((64, 64), np.float32))
+    hm.compute((a * 2).sum(), (a @ a).max())
+    assert "hermes run" in capsys.readouterr().err
