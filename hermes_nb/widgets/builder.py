@@ -37,8 +37,10 @@ from hermes_nb.widgets.builder_controls import Entry, as_image, control, stage_b
 from hermes_nb.widgets.builder_preview import (
     PreviewResult,
     PreviewRunner,
+    QuickPreview,
     StageError,
     plan_html,
+    quick_preview,
     run_preview,
     stages_per_kernel,
     to_png,
@@ -63,7 +65,8 @@ class PipelineBuilder(w.VBox):
         self._result: PreviewResult | None = None
         self._error: str | None = None
         self._image = as_image(image)
-        self._runner = PreviewRunner(self._deliver)
+        self._quick: QuickPreview | None = None  # the latest quick result, for tests
+        self._runner = PreviewRunner(self._deliver, self._deliver_early)
         self._palette = w.Dropdown(options=[(f"{s.label} ({n})", n) for n, s in CATALOGUE.items()],
                                    description="stage")
         add = w.Button(description="Add stage", icon="plus", button_style="primary")
@@ -325,7 +328,14 @@ class PipelineBuilder(w.VBox):
             return result, plan_html(result.plan, result.profile, [s.name for s in stages],
                                      stages_per_kernel(result), result.wall_s)
 
-        self._runner.submit(job)
+        self._runner.submit(job, early=lambda gen: quick_preview(image, stages))
+
+    def _deliver_early(self, gen: int, quick: QuickPreview) -> None:
+        """The host's quick result, shown while the real run (maybe compiling) goes on."""
+        self._after.value = quick.png
+        self._quick = quick
+        self._status.value = (f"<i>preview {gen}: NumPy reference in {quick.seconds * 1e3:.0f} ms; "
+                              "running the fused pipeline…</i>")
 
     def _deliver(self, gen: int, value: Any, error: BaseException | None) -> None:
         if error is not None:

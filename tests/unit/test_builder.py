@@ -424,3 +424,12 @@ def test_policy_selector_and_bad_choices(builder):
         builder.device = "tpu:0"
     with pytest.raises(ValueError, match="policy='fast' is unknown; choose one of auto, fastest"):
         builder.policy = "fast"
+
+
+def test_a_quick_host_preview_comes_before_the_real_run(builder, image):
+    builder.add("gaussian_blur", kernel_size=5).add("sobel_edge_detection").wait()
+    assert builder.worker.early >= 1  # shown before the fused run finished
+    quick = builder._quick
+    assert quick is not None and quick.png.startswith(b"\x89PNG")
+    np.testing.assert_allclose(quick.image, builder.result, rtol=1e-4, atol=ATOL)
+    np.testing.assert_allclose(quick.image, _reference_edges(image, 5), rtol=1e-4, atol=ATOL)

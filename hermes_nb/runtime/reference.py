@@ -1,0 +1,52 @@
+"""A tensor's value computed on the host, op by op, with NumPy and SciPy: no fusion, no
+compile, no device thread.
+
+What a result should be (tests, debugging), and an instant first answer where a compiled
+kernel is still being built (the pipeline builder's preview shows it while the fused
+kernels compile).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hermes_nb import random as hm_random
+from hermes_nb.ir.node import Node, OpSpec, toposort
+from hermes_nb.tensor import Tensor
+
+
+def _host_value(node: Node) -> Any:
+    """A source node's value on the host, without going through any device's thread."""
+    if node.op == "buffer":
+        resident = node.attrs["handle"]
+        # a cpu:0 buffer is a host array already; another device's copies back to the host
+        return resident.buffer if resident.device == "cpu:0" else resident.host()
+    if node.op == "constant":
+        return node.attrs["value"]
+    a = node.attrs  # random: the same seeded draw the devices upload
+    return hm_random.draw(a["distribution"], node.shape, node.dtype, a["seed"], a["params"])
+
+
+def evaluate(tensor: Tensor) -> np.ndarray:
+    """``tensor``'s value as a NumPy array, computed on the host op by op.
+
+    >>> import hermes_nb as hm
+    >>> evaluate(hm.arange(4) * 2 + 1).tolist()
+    [1, 3, 5, 7]
+    """
+    from hermes_nb.compiler import simplify
+    from hermes_nb.devices.array_backend import ArrayOps
+
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"evaluate: expected a Tensor, got {type(tensor).__name__}")
+    host = ArrayOps(np, "scipy.ndimage")
+    (root,) = simplify([tensor.node])
+    values: dict[int, Any] = {}
+    for node in toposort([root]):
+        if node.op in ("buffer", "constant", "random"):
+            values[id(node)] = _host_value(node)
+        else:
+            values[id(node)] = host.run(OpSpec.of(node, "cpu:0"), [values[id(i)] for i in node.inputs])
+    return np.asarray(values[id(root)]).reshape(tensor.shape)
