@@ -34,8 +34,7 @@ class LoadMonitor(ipywidgets.VBox):
         self._thread = threading.Thread(target=self._loop, name="hermes-load-monitor",
                                         daemon=True)
         self._thread.start()
-        stop = weakref.WeakMethod(self.stop)
-        atexit.register(lambda: (m := stop()) and m())
+        atexit.register(_stop_at_exit, weakref.WeakMethod(self.stop))  # a kernel shutdown
 
     @property
     def running(self) -> bool:
@@ -67,6 +66,12 @@ class LoadMonitor(ipywidgets.VBox):
         self.view.close()
         self.status.close()
         super().close()
+
+
+def _stop_at_exit(stop: weakref.WeakMethod) -> None:
+    method = stop()
+    if method is not None:  # the monitor still exists
+        method()
 
 
 def load_monitor(interval_s: float = 0.5, history_s: float = 60.0) -> LoadMonitor:
