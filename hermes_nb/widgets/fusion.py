@@ -158,8 +158,9 @@ def fusion_diagram(plan_unfused: Plan | None, plan_fused: Plan | None) -> Layout
     fig.grid.visible = False
 
     title = Div(text=f"<b>{HINT}</b>", name="source_title")
-    code = PreText(text="", name="source", width=max(360, fig.width or 360), height=220,
-                   styles={"overflow": "auto"})
+    # sized by its text: nothing until a kernel is selected, then at most 320 px, scrolling
+    code = PreText(text="", name="source", width=max(360, fig.width or 360),
+                   styles={"max-height": "320px", "overflow": "auto"})
     # our own fixed script: it copies data already in the document into the text box
     kernels.selected.js_on_change("indices", CustomJS(
         args={"source": kernels, "code": code, "title": title, "hint": HINT},

@@ -51,6 +51,20 @@ _LOAD_SERIES = """() => {
   return out;
 }"""
 
+_SELECT_FIRST_KERNEL = """() => {
+  for (const doc of (window.Bokeh ? window.Bokeh.documents : []))
+    for (const m of doc.all_models)
+      if (m.name === 'fused' && m.data && m.data.source) { m.selected.indices = [0]; return true; }
+  return false;
+}"""
+
+_SOURCE_SHOWN = """() => {
+  for (const doc of (window.Bokeh ? window.Bokeh.documents : []))
+    for (const m of doc.all_models)
+      if (m.name === 'source' && typeof m.text === 'string' && m.text.length > 0) return true;
+  return false;
+}"""
+
 SETUP = """\
 %load_ext hermes_nb
 import time
@@ -226,5 +240,12 @@ def test_views_render_and_monitor_is_live(lab_page: LabPage):
     for kind in ("placement", "timeline", "fusion", "load-monitor"):
         assert_canvas_drawn(lab_page, f".hermes-{kind}")
         lab_page.screenshot(kind, page.locator(f".hermes-{kind}").first)
+    # selecting a kernel (what clicking its box does) shows its generated source
+    assert page.evaluate(_SELECT_FIRST_KERNEL), "the fusion diagram has no kernels to select"
+    source = page.locator(".hermes-fusion pre").first
+    source.wait_for()
+    page.wait_for_function(_SOURCE_SHOWN, timeout=10_000)
+    assert "fused stencil" in source.inner_text() or "__kernel" in source.inner_text()
+    lab_page.screenshot("fusion-source", page.locator(".hermes-fusion").first)
     lab_page.screenshot("page")
     assert_clean(lab_page, "views.ipynb")
