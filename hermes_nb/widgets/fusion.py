@@ -159,7 +159,7 @@ def fusion_diagram(plan_unfused: Plan | None, plan_fused: Plan | None) -> Layout
 
     title = Div(text=f"<b>{HINT}</b>", name="source_title")
     # sized by its text: nothing until a kernel is selected, then at most 320 px, scrolling
-    code = PreText(text="", name="source", width=max(360, fig.width or 360),
+    code = PreText(text="", name="source", width=max(720, fig.width or 0),
                    styles={"max-height": "320px", "overflow": "auto"})
     # our own fixed script: it copies data already in the document into the text box
     kernels.selected.js_on_change("indices", CustomJS(
