@@ -103,12 +103,13 @@ def run_preview(image: np.ndarray, stages: Sequence[Stage], device: str, policy:
             added = frozenset(n.key for n in toposort([out.node])) - seen
             stage_keys.append(added)
             seen |= added
-        plan = out.explain()
+        before = hm.runtime.last_profile()
         result = out.numpy()
         profile = hm.runtime.last_profile()
-    kinds = {k.name.rsplit("-", 1)[0] for k in plan.kernels}
-    if profile is not None and not {k.op for k in profile.kernels} <= kinds:
-        profile = None  # another run in this process finished in between: not ours
+    if profile is before or profile is None or profile.plan is None:
+        profile, plan = None, Plan([])  # nothing ran (no stages): no kernels to show
+    else:
+        plan = profile.plan  # what this run placed and ran, so times match kernel by kernel
     wall = time.perf_counter() - start
     return PreviewResult(generation, result, to_png(result), plan, profile, wall, device, policy,
                          tuple(stage_keys))
@@ -195,20 +196,20 @@ _STYLE = ("<style>.hermes-builder-plan th, .hermes-builder-plan td {padding: 2px
 def plan_html(plan: Plan, profile: Profile | None, stage_names: Sequence[str],
               owners: Sequence[Sequence[int]], wall_s: float) -> str:
     """The fused plan as a table: kernel, the stages and ops in it, device, measured time."""
-    runs: dict[str, list[float]] = {}
+    seconds: dict[str, float] = {}
+    ran_on: dict[str, str] = {}
     if profile is not None:
-        with profile._lock:  # a copy while worker threads may append
-            for k in profile.kernels:
-                runs.setdefault(k.op, []).append(k.seconds)
+        for run in profile.snapshot()[0]:
+            key = run.key.split("[")[0]  # a kernel split across devices: its tiles add up
+            seconds[key] = seconds.get(key, 0.0) + run.seconds
+            ran_on[key] = run.device
     rows = []
     for i, k in enumerate(plan.kernels):
-        op_kind = k.name.rsplit("-", 1)[0]
-        times = runs.get(op_kind, [])
-        ms = f"{times.pop(0) * 1e3:.2f}" if times else "—"
+        ms = f"{seconds[k.name] * 1e3:.2f}" if k.name in seconds else "—"
         stages = ", ".join(f"{s + 1}. {stage_names[s]}" for s in owners[i]) or "—"
         rows.append(
             f"<tr><td>{i}</td><td>{html.escape(k.name)}</td><td>{html.escape(stages)}</td>"
-            f"<td>{html.escape(' + '.join(k.ops))}</td><td>{html.escape(k.device)}</td>"
+            f"<td>{html.escape(' + '.join(k.ops))}</td><td>{html.escape(ran_on.get(k.name, k.device))}</td>"
             f"<td>{ms}</td></tr>")
     run_ms = f"{profile.seconds * 1e3:.2f} ms" if profile is not None else "—"
     head = (f"<b>Fused plan</b>: {len(stage_names)} stage(s) → {len(plan.kernels)} kernel(s); "

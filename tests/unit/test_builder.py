@@ -392,6 +392,9 @@ def test_preview_shows_plan_and_png(builder, image):
     assert "3 stage(s) →" in plan and "1. gaussian_blur, 2. sobel_edge_detection" in plan
     assert len(builder.plan.kernels) >= 2  # the normalize reductions cannot join the stencil
     assert "4. normalize" not in plan and "3. normalize" in plan
+    # the plan is the one that ran: every kernel has its measured time and device
+    assert "<td>—</td></tr>" not in plan
+    assert [k.name for k in builder.plan.kernels] == [k.name for k in builder.profile.plan.kernels]
 
 
 def test_a_new_image_is_previewed(builder, image):
