@@ -318,3 +318,16 @@ def test_tensor_html_repr() -> None:
     assert "(2, 3)" in page and "float64" in page and "lazy, 1 op" in page
     done = lazy.compute()._repr_html_()
     assert "materialised on <code>" in done and "lazy" not in done
+
+
+def test_loading_through_the_extension_manager_registers_the_magics() -> None:
+    """What ``c.InteractiveShellApp.extensions = ["hermes_nb"]`` in IPython's config does."""
+    InteractiveShell.clear_instance()
+    ip = InteractiveShell.instance()
+    try:
+        assert ip.extension_manager.load_extension("hermes_nb") is None  # None: loaded
+        assert "hermes" in ip.magics_manager.magics["cell"]
+        assert "hermes" in ip.magics_manager.magics["line"]
+        assert ip.extension_manager.load_extension("hermes_nb") == "already loaded"
+    finally:
+        InteractiveShell.clear_instance()
