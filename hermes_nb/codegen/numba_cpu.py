@@ -43,7 +43,6 @@ Kernels are cached in memory per ``(program.signature, variant)`` and on disk
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,6 +50,7 @@ import numpy as np
 from numba.core import types
 
 from hermes_nb.codegen.numba_support import (
+    KernelCache,
     build_kernel,
     codegen_hash,
     module_header,
@@ -410,8 +410,7 @@ def supports(program: Program) -> bool:
     return True
 
 
-_KERNELS: dict[tuple[str, Variant], Any] = {}
-_LOCK = threading.Lock()
+_KERNELS = KernelCache()  # (program signature, variant) -> compiled kernel
 
 
 def compile_elementwise(program: Program, variant: Variant) -> Any:
@@ -420,21 +419,14 @@ def compile_elementwise(program: Program, variant: Variant) -> Any:
     Compiles eagerly for 1-D C-contiguous arrays (inputs typed read-only so that
     writable and read-only arrays share one compilation), or loads Numba's disk cache.
     """
-    key = (program.signature, variant)
-    kernel = _KERNELS.get(key)
-    if kernel is not None:
-        return kernel
-    with _LOCK:
-        kernel = _KERNELS.get(key)
-        if kernel is not None:
-            return kernel
+    def build() -> Any:
         outs = [numba_array(program.dtype_of(v), False) for v in program.outputs]
         ins = [numba_array(d, True) for d in program.input_dtypes]
         extra = [types.Array(types.uint64, 1, "C", readonly=True),
                  types.Array(types.uint64, 2, "C", readonly=True)] if variant[0] == "nd" else []
-        kernel = build_kernel(render(program, variant), "", tuple(outs + extra + ins))
-        _KERNELS[key] = kernel
-        return kernel
+        return build_kernel(render(program, variant), "", tuple(outs + extra + ins))
+
+    return _KERNELS.get_or_build((program.signature, variant), build)
 
 
 def plan(out_shape: Sequence[int], in_shapes: Sequence[Sequence[int]]

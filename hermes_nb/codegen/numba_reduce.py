@@ -37,7 +37,6 @@ as one element (class ``"s"``).
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,7 +46,7 @@ from numba.core import types
 
 from hermes_nb.codegen.layout import layout
 from hermes_nb.codegen.numba_cpu import _CODEGEN_HASH, _ctor, _Emitter, _literal
-from hermes_nb.codegen.numba_support import build_kernel, module_header, numba_array
+from hermes_nb.codegen.numba_support import KernelCache, build_kernel, module_header, numba_array
 from hermes_nb.compiler.program import Program
 
 __all__ = ["layout", "render", "run_reduce", "supports"]
@@ -248,8 +247,7 @@ def _renders(attrs: dict[str, Any]) -> bool:
     return True
 
 
-_KERNELS: dict[tuple[str, Variant], Any] = {}
-_LOCK = threading.Lock()
+_KERNELS = KernelCache()  # (reduction key, variant) -> compiled kernel
 
 
 def _key(attrs: dict[str, Any]) -> str:
@@ -261,24 +259,17 @@ def _key(attrs: dict[str, Any]) -> str:
 def compile_reduce(attrs: dict[str, Any], variant: Variant) -> Any:
     """The compiled kernel of one variant (source written to disk so that Numba's
     ``cache=True`` lets a new process skip compilation)."""
-    key = (_key(attrs), variant)
-    kernel = _KERNELS.get(key)
-    if kernel is not None:
-        return kernel
-    with _LOCK:
-        kernel = _KERNELS.get(key)
-        if kernel is not None:
-            return kernel
+    def build() -> Any:
         epi = attrs["epilogue"]
         out_t = epi.dtype_of(epi.outputs[0]) if epi is not None else attrs["reduce_dtype"]
         meta = [types.Array(types.uint64, 1, "C", readonly=True),
                 types.Array(types.uint64, 2, "C", readonly=True)] * 2
         ins = [numba_array(d, True) for d in attrs["prologue"].input_dtypes]
         eps = [numba_array(d, True) for d in (epi.input_dtypes[1:] if epi is not None else ())]
-        kernel = build_kernel(render(attrs, variant), "r",
-                              (numba_array(out_t, False), *meta, *ins, *eps))
-        _KERNELS[key] = kernel
-        return kernel
+        return build_kernel(render(attrs, variant), "r",
+                            (numba_array(out_t, False), *meta, *ins, *eps))
+
+    return _KERNELS.get_or_build((_key(attrs), variant), build)
 
 
 def run_reduce(attrs: dict[str, Any], inputs: Sequence[np.ndarray], out_shape: Sequence[int],

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +50,7 @@ from numba.core import types
 
 from hermes_nb.codegen import numba_cpu
 from hermes_nb.codegen.numba_cpu import _ctor, _Emitter, _literal
-from hermes_nb.codegen.numba_support import build_kernel, codegen_hash, module_header
+from hermes_nb.codegen.numba_support import KernelCache, build_kernel, codegen_hash, module_header
 from hermes_nb.compiler.program import Program
 from hermes_nb.compiler.stencil_program import ConvStage, PointStage, StencilProgram
 
@@ -444,28 +443,20 @@ def _supports(stencil: StencilProgram) -> bool:
 
 
 # ---- compilation and caches -------------------------------------------------------------
-_KERNELS: dict[str, Any] = {}
-_LOCK = threading.Lock()
+_KERNELS = KernelCache()  # stencil signature -> compiled kernel
 
 
 def compile_stencil(stencil: StencilProgram) -> Any:
     """The compiled kernel ``kernel(out, img, nsplit, t0, t1)`` (see :func:`render`)."""
-    key = stencil.signature
-    kernel = _KERNELS.get(key)
-    if kernel is not None:
-        return kernel
-    with _LOCK:
-        kernel = _KERNELS.get(key)
-        if kernel is not None:
-            return kernel
+    def build() -> Any:
         out_t = types.Array(numba.from_dtype(np.dtype(stencil.value_dtypes[-1])), 3, "C")
         img_t = types.Array(numba.from_dtype(np.dtype(stencil.value_dtypes[0])), 3, "C",
                             readonly=True)
         maps_t = types.Array(types.int64, 2, "C", readonly=True)
-        kernel = build_kernel(render(stencil), "",
-                              (out_t, img_t, types.int64, types.int64, types.int64, maps_t, maps_t))
-        _KERNELS[key] = kernel
-        return kernel
+        return build_kernel(render(stencil), "",
+                            (out_t, img_t, types.int64, types.int64, types.int64, maps_t, maps_t))
+
+    return _KERNELS.get_or_build(stencil.signature, build)
 
 
 def layout_of(stencil: StencilProgram) -> tuple[tuple[str, ...], int]:

@@ -23,7 +23,7 @@ import os
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +125,26 @@ def module_header(generator: str, codegen: str, notes: Sequence[str], *,
         *extra_imports,
         "",
     ]
+
+
+class KernelCache:
+    """Compiled kernels by key, each built once even when several threads ask at once."""
+
+    def __init__(self) -> None:
+        self._kernels: dict[Any, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        return self._kernels.get(key)
+
+    def get_or_build(self, key: Any, build: Callable[[], Any]) -> Any:
+        kernel = self._kernels.get(key)  # the common case takes no lock
+        if kernel is None:
+            with self._lock:
+                kernel = self._kernels.get(key)
+                if kernel is None:
+                    kernel = self._kernels[key] = build()
+        return kernel
 
 
 def numba_array(dtype: str, readonly: bool) -> Any:

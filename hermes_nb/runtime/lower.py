@@ -42,13 +42,18 @@ def lower(outputs: list[Node], placed: dict[int, Placement], run_id: int
     return graph, [n.key for n in outputs]
 
 
+def host_source_value(spec: OpSpec) -> Any:
+    """A constant's value, or the seeded random numbers a ``random`` node stands for, drawn on
+    the host (identical on every device)."""
+    if spec.op == "constant":
+        return spec.attrs["value"]
+    a = spec.attrs
+    return hm_random.draw(a["distribution"], spec.shape, spec.dtype, a["seed"], a["params"])
+
+
 def load_host_source(spec: OpSpec) -> Resident:
     """Upload a constant, or draw seeded random numbers on the host and upload them."""
-    if spec.op == "constant":
-        value = spec.attrs["value"]
-    else:
-        a = spec.attrs
-        value = hm_random.draw(a["distribution"], spec.shape, spec.dtype, a["seed"], a["params"])
+    value = host_source_value(spec)
     device = get_device(spec.device)
     return Resident(device.id, _guarded(spec, device, lambda: device.run(device.from_host, value)))
 

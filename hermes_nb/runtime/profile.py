@@ -28,6 +28,15 @@ class KernelRun:
     def seconds(self) -> float:
         return self.end - self.start
 
+    @property
+    def kernel(self) -> str:
+        """The kernel's key; a tile of a kernel split across devices is ``<key>[start:stop]``."""
+        return self.key.split("[", 1)[0]
+
+    @property
+    def is_tile(self) -> bool:
+        return self.kernel != self.key
+
 
 @dataclass(frozen=True)
 class TransferRun:
@@ -69,6 +78,18 @@ class Profile:
         """Copies of both lists: worker threads may still be appending."""
         with self._lock:
             return list(self.kernels), list(self.transfers)
+
+    def per_kernel(self) -> dict[str, tuple[float, tuple[str, ...]]]:
+        """Per kernel key: its measured seconds and the devices that ran it (the tiles of a
+        kernel split across devices add up)."""
+        seconds: dict[str, float] = {}
+        devices: dict[str, list[str]] = {}
+        for run in self.snapshot()[0]:
+            seconds[run.kernel] = seconds.get(run.kernel, 0.0) + run.seconds
+            ran = devices.setdefault(run.kernel, [])
+            if run.device not in ran:
+                ran.append(run.device)
+        return {key: (seconds[key], tuple(devices[key])) for key in seconds}
 
     @property
     def seconds(self) -> float:

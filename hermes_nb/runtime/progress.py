@@ -34,7 +34,7 @@ class ProgressBar:
                     leave=False, dynamic_ncols=True)
 
     def __call__(self, run: KernelRun) -> None:
-        if "[" in run.key:  # one tile of a split kernel; the gathered kernel counts
+        if run.is_tile:  # the gathered kernel counts, not its tiles
             return
         with self._lock:
             self.count += 1

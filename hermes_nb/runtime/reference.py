@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb import random as hm_random
 from hermes_nb.ir.node import Node, OpSpec, toposort
+from hermes_nb.runtime.lower import host_source_value
 from hermes_nb.tensor import Tensor
 
 
@@ -23,10 +23,7 @@ def _host_value(node: Node) -> Any:
         resident = node.attrs["handle"]
         # a cpu:0 buffer is a host array already; another device's copies back to the host
         return resident.buffer if resident.device == "cpu:0" else resident.host()
-    if node.op == "constant":
-        return node.attrs["value"]
-    a = node.attrs  # random: the same seeded draw the devices upload
-    return hm_random.draw(a["distribution"], node.shape, node.dtype, a["seed"], a["params"])
+    return host_source_value(OpSpec.of(node, "cpu:0"))  # the draw the devices upload
 
 
 def evaluate(tensor: Tensor) -> np.ndarray:

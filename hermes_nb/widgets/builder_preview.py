@@ -196,20 +196,15 @@ _STYLE = ("<style>.hermes-builder-plan th, .hermes-builder-plan td {padding: 2px
 def plan_html(plan: Plan, profile: Profile | None, stage_names: Sequence[str],
               owners: Sequence[Sequence[int]], wall_s: float) -> str:
     """The fused plan as a table: kernel, the stages and ops in it, device, measured time."""
-    seconds: dict[str, float] = {}
-    ran_on: dict[str, str] = {}
-    if profile is not None:
-        for run in profile.snapshot()[0]:
-            key = run.key.split("[")[0]  # a kernel split across devices: its tiles add up
-            seconds[key] = seconds.get(key, 0.0) + run.seconds
-            ran_on[key] = run.device
+    runs = profile.per_kernel() if profile is not None else {}
     rows = []
     for i, k in enumerate(plan.kernels):
-        ms = f"{seconds[k.name] * 1e3:.2f}" if k.name in seconds else "—"
+        seconds, devices = runs.get(k.name, (None, (k.device,)))
+        ms = "—" if seconds is None else f"{seconds * 1e3:.2f}"
         stages = ", ".join(f"{s + 1}. {stage_names[s]}" for s in owners[i]) or "—"
         rows.append(
             f"<tr><td>{i}</td><td>{html.escape(k.name)}</td><td>{html.escape(stages)}</td>"
-            f"<td>{html.escape(' + '.join(k.ops))}</td><td>{html.escape(ran_on.get(k.name, k.device))}</td>"
+            f"<td>{html.escape(' + '.join(k.ops))}</td><td>{html.escape('+'.join(devices))}</td>"
             f"<td>{ms}</td></tr>")
     run_ms = f"{profile.seconds * 1e3:.2f} ms" if profile is not None else "—"
     head = (f"<b>Fused plan</b>: {len(stage_names)} stage(s) → {len(plan.kernels)} kernel(s); "

@@ -44,19 +44,10 @@ def layout_positions(kernels: list[Kernel]) -> dict[str, tuple[float, float]]:
 
 
 def _measured(profile: Profile | None) -> tuple[dict[str, str], dict[str, float]]:
-    """Per kernel key: the device that ran it and its measured seconds (tiles of a split
-    kernel add up, their devices joined)."""
-    if profile is None:
-        return {}, {}
-    ran: dict[str, list[str]] = {}
-    seconds: dict[str, float] = {}
-    for k in profile.snapshot()[0]:
-        key = k.key.split("[")[0]  # a split kernel's tiles are "<key>[start:stop]"
-        ran.setdefault(key, [])
-        if k.device not in ran[key]:
-            ran[key].append(k.device)
-        seconds[key] = seconds.get(key, 0.0) + k.seconds
-    return {key: "+".join(devs) for key, devs in ran.items()}, seconds
+    """Per kernel key: the devices that ran it, joined, and its measured seconds."""
+    runs = profile.per_kernel() if profile is not None else {}
+    return ({key: "+".join(devs) for key, (_, devs) in runs.items()},
+            {key: s for key, (s, _) in runs.items()})
 
 
 def placement(plan: Plan | Profile | None, profile: Profile | None = None) -> figure | Div:

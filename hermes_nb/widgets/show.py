@@ -22,6 +22,7 @@ from hermes_nb.tensor import Tensor
 
 #: the CSS class each kind of view carries (with ``hermes-view``), for styling and tests
 VIEW_CLASSES = {
+    type(None): "hermes-timeline",  # view(None): the empty timeline's message
     Profile: "hermes-timeline",
     Plan: "hermes-placement",
     LoadSampler: "hermes-load-monitor",
@@ -74,8 +75,6 @@ def show(obj: Any) -> ViewWidget:
     from hermes_nb.widgets.views import view
 
     kind = next((css for cls, css in VIEW_CLASSES.items() if isinstance(obj, cls)), "hermes-other")
-    if obj is None:
-        kind = "hermes-timeline"
     return as_widget(view(obj), kind)
 
 

@@ -10,13 +10,12 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
+from nvcc import compile_ptx, needs_nvcc
 from scipy import special
 
 import hermes_nb as hm
@@ -356,7 +355,7 @@ def _cupy_like_kernel(program: Program, name: str) -> str:
     )
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (CUDA toolkit) not on PATH")
+@needs_nvcc
 def test_cuda_source_compiles(tmp_path):
     programs = _representative_programs()
     assert len(programs) >= 10
@@ -368,14 +367,6 @@ def test_cuda_source_compiles(tmp_path):
         f"namespace q{k} {{\n{_cupy_like_kernel(p, f'cupy_like_{k}')}}}\n"
         for k, p in enumerate(programs)
     ]
-    cu = tmp_path / "fused.cu"
-    cu.write_text("\n".join(units))
-    result = subprocess.run(
-        ["nvcc", "-ptx", "-arch=sm_90", *c_kernels.CUDA_OPTIONS, "-o", str(tmp_path / "x.ptx"),
-         str(cu)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-4000:]
-    ptx = (tmp_path / "x.ptx").read_text()
+    ptx = compile_ptx("\n".join(units), tmp_path, "fused")
     for k in range(len(programs)):
         assert f".entry hermes_fused_{k}(" in ptx and f".entry cupy_like_{k}(" in ptx

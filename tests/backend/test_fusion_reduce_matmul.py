@@ -4,14 +4,13 @@ against the unfused path (``hm.options(fuse=False)``)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from nvcc import compile_ptx, needs_nvcc
 
 import hermes_nb as hm
 from hermes_nb.codegen import c_fused
@@ -273,21 +272,15 @@ def c_fused_instr(op: str, args: tuple[int, ...], dtype: str) -> Any:
     return Instr(op, args, dtype)
 
 
+@needs_nvcc
 def test_cuda_sources_compile_with_nvcc(tmp_path: Path) -> None:
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc is not installed")
     sources = [c_fused.cuda_reduce_source(*p) for p in _programs()]
     epi = Program(("float32", "float32"), (),
                   (c_fused_instr("add", (0, 1), "float32"),
                    c_fused_instr("relu", (2,), "float32")), (3,))
     sources.append(c_fused.cuda_matmul_epilogue_source(epi))
     for k, source in enumerate(sources):
-        path = tmp_path / f"k{k}.cu"
-        path.write_text(source)
-        result = subprocess.run([nvcc, "-ptx", "-arch=sm_90", "--fmad=false", str(path), "-o",
-                                 str(tmp_path / f"k{k}.ptx")], capture_output=True, text=True)
-        assert result.returncode == 0, f"{result.stderr}\n---\n{source}"
+        compile_ptx(source, tmp_path, f"k{k}")
 
 
 def test_opencl_and_numba_sources_render() -> None:

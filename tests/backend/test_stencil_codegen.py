@@ -12,16 +12,15 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from typing import Any
 
 import numpy as np
 import pytest
 import scipy.ndimage
+from nvcc import compile_ptx, needs_nvcc
 
 import hermes_nb as hm
-from hermes_nb.codegen import c_kernels, stencil_c
+from hermes_nb.codegen import stencil_c
 from hermes_nb.codegen.stencil_c import StencilConfig
 from hermes_nb.compiler.program import Instr, Program
 from hermes_nb.compiler.stencil_program import ConvStage, PointStage, StencilProgram
@@ -256,7 +255,7 @@ def test_cuda_source_shape():
         assert stencil_c.local_bytes(st, stencil_c.CUDA_CONFIG) <= 48 * 1024
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (CUDA toolkit) not on PATH")
+@needs_nvcc
 def test_cuda_source_compiles(tmp_path):
     programs = _cuda_programs()
     # one translation unit: each program in a namespace of its own, kernels renamed
@@ -266,14 +265,6 @@ def test_cuda_source_compiles(tmp_path):
         + "}\n"
         for k, st in enumerate(programs)
     ]
-    cu = tmp_path / "stencil.cu"
-    cu.write_text("\n".join(units))
-    result = subprocess.run(
-        ["nvcc", "-ptx", "-arch=sm_90", *c_kernels.CUDA_OPTIONS, "-o", str(tmp_path / "x.ptx"),
-         str(cu)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-4000:]
-    ptx = (tmp_path / "x.ptx").read_text()
+    ptx = compile_ptx("\n".join(units), tmp_path, "stencil")
     for k in range(len(programs)):
         assert f".entry fused_stencil_{k}(" in ptx
