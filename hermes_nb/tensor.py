@@ -125,14 +125,29 @@ class Tensor:
         return compute(self)[0]
 
     def numpy(self) -> np.ndarray:
-        """Run the graph and return the value as a NumPy array."""
+        """Run the graph and return the value as a read-only NumPy array.
+
+        A computed tensor is immutable: on ``cpu:0`` the array is a view of the tensor's
+        own buffer, so it is handed out read-only; ``np.array(t)`` gives a writable copy.
+        """
         from hermes_nb.runtime import to_numpy
 
-        return to_numpy(self)
+        view = to_numpy(self).view()
+        view.flags.writeable = False
+        return view
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy's conversion protocol, honouring NumPy 2's ``copy=``: ``True`` gives a
+        writable copy, ``None`` a read-only view where no conversion is needed, and
+        ``False`` raises ``ValueError`` when ``dtype`` needs a conversion."""
         out = self.numpy()
-        return out if dtype is None else out.astype(dtype, copy=False)
+        if dtype is not None and np.dtype(dtype) != out.dtype:
+            if copy is False:
+                raise ValueError(
+                    f"Unable to avoid copy while creating an array as requested: converting "
+                    f"a {out.dtype.name} tensor to {np.dtype(dtype).name} needs a copy")
+            return out.astype(dtype)
+        return out.copy() if copy else out
 
     def _scalar(self, kind: type) -> Any:
         if self.size != 1:

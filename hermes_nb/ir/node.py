@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import itertools
 import math
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from dask.base import tokenize
 
 from hermes_nb.ir.ops import OPS
-
-_ids = itertools.count()
 
 
 @dataclass(frozen=True, eq=False)
@@ -20,7 +19,9 @@ class Node:
     """One op applied to input nodes. Nodes compare and hash by identity.
 
     ``device`` is the device id the node is pinned to, or ``None`` when the
-    scheduler may choose. ``key`` names the node in task graphs.
+    scheduler may choose. ``key`` names the node in task graphs: ``hermes-<op>-<token>``,
+    the token derived from the node's content (see :func:`content_key`), so the same graph
+    gets the same keys in every process and different work never shares a key.
     """
 
     op: str
@@ -35,7 +36,10 @@ class Node:
         if self.op not in OPS:
             raise ValueError(f"unknown op {self.op!r}")
         if not self.key:
-            object.__setattr__(self, "key", f"{self.op}-{next(_ids)}")
+            object.__setattr__(self, "key", content_key(self))
+
+    def __dask_tokenize__(self) -> str:
+        return self.key
 
     @property
     def ndim(self) -> int:
@@ -52,6 +56,17 @@ class Node:
     def __repr__(self) -> str:
         args = ", ".join(i.key for i in self.inputs)
         return f"<{self.key}({args}) {self.dtype.name}{list(self.shape)}>"
+
+
+def content_key(node: Node) -> str:
+    """``hermes-<op>-<token>``: the token is ``dask.base.tokenize`` of the op, shape, dtype,
+    attributes, device and the inputs' keys (source arrays are hashed by content). A computed
+    ``buffer`` has no content to hash here, so its token is a random UUID."""
+    if node.op == "buffer":
+        return f"hermes-buffer-{uuid.uuid4().hex}"
+    token = tokenize(node.op, node.shape, node.dtype.str, node.attrs, node.device,
+                     tuple(i.key for i in node.inputs))
+    return f"hermes-{node.op}-{token}"
 
 
 @dataclass(frozen=True)

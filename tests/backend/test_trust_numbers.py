@@ -1,0 +1,122 @@
+"""No silently wrong number: aliasing, task keys, float32 sums, integer powers and inputs
+that Hermes cannot represent, on every device, compared with NumPy."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hermes_nb as hm
+
+# ---- a computed tensor is immutable ------------------------------------------------
+
+
+def _computed(device: str) -> tuple[hm.Tensor, np.ndarray]:
+    source = np.arange(6, dtype=np.float32)
+    with hm.device(device):
+        c = (hm.asarray(source) * 2).compute()
+    return c, source
+
+
+@pytest.mark.parametrize("get", ["numpy", "asarray"])
+def test_writing_into_a_result_never_changes_the_tensor(device: str, get: str) -> None:
+    c, _ = _computed(device)
+    out = c.numpy() if get == "numpy" else np.asarray(c)
+    try:
+        out[0] = -1
+    except ValueError as exc:
+        assert "read-only" in str(exc)
+    np.testing.assert_array_equal((c + 0).numpy(), np.arange(6, dtype=np.float32) * 2)
+    np.testing.assert_array_equal(c.numpy(), np.arange(6, dtype=np.float32) * 2)
+
+
+def test_np_array_copies_and_is_writable(device: str) -> None:
+    c, _ = _computed(device)
+    out = np.array(c)
+    out[0] = -1
+    assert out.flags.writeable and out[0] == -1
+    np.testing.assert_array_equal((c + 0).numpy(), np.arange(6, dtype=np.float32) * 2)
+
+
+def test_array_protocol_honours_copy(device: str) -> None:
+    c, _ = _computed(device)
+    assert np.asarray(c, copy=True).flags.writeable
+    converted = np.asarray(c, dtype=np.float64)
+    assert converted.dtype == np.float64
+    np.testing.assert_array_equal(converted, np.arange(6) * 2.0)
+    with pytest.raises(ValueError, match=r"Unable to avoid copy.*float32.*float64"):
+        np.asarray(c, dtype=np.float64, copy=False)
+    np.testing.assert_array_equal(np.asarray(c, copy=False), np.arange(6, dtype=np.float32) * 2)
+
+
+def test_input_array_is_never_changed(device: str) -> None:
+    c, source = _computed(device)
+    np.testing.assert_array_equal(source, np.arange(6, dtype=np.float32))
+    source[0] = 100  # and changing it afterwards does not leak into the tensor
+    np.testing.assert_array_equal(c.numpy(), np.arange(6, dtype=np.float32) * 2)
+
+
+# ---- task keys come from content ---------------------------------------------------
+
+
+def _graph(data: np.ndarray) -> hm.Tensor:
+    x = hm.asarray(data)
+    return hm.tanh(x * 0.5 + 1.0).sum(axis=0)
+
+
+def test_same_graph_gives_same_key_and_different_data_different_keys() -> None:
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    k1, k2 = _graph(a).node.key, _graph(a.copy()).node.key
+    assert k1 == k2 and k1.startswith("hermes-sum-")
+    assert _graph(a + 1).node.key != k1
+    assert hm.asarray(a).node.key != hm.asarray(a.astype(np.float64)).node.key
+    assert (hm.asarray(a) * 2).node.key != (hm.asarray(a) * 3).node.key
+    # computed buffers never share a key, even when their values are equal
+    b1, b2 = _graph(a).compute(), _graph(a).compute()
+    assert b1.node.key != b2.node.key
+
+
+_KEYS_SCRIPT = """
+import json, sys
+import numpy as np
+import hermes_nb as hm
+from hermes_nb.ir.node import toposort
+data = np.full((3, 4), float(sys.argv[1]), dtype=np.float32)
+x = hm.asarray(data)
+out = hm.tanh(x * 0.5 + 1.0).sum(axis=0)
+print(json.dumps([n.key for n in toposort([out.node])]))
+"""
+
+
+def _keys_in_new_process(value: float) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", _KEYS_SCRIPT, str(value)], check=True,
+                          capture_output=True, text=True, timeout=120)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_keys_agree_across_processes_and_differ_with_data() -> None:
+    a1, a2, b = _keys_in_new_process(1.0), _keys_in_new_process(1.0), _keys_in_new_process(2.0)
+    assert a1 == a2
+    # every node downstream of the data differs; the scalar constants (0.5, 1.0) are shared
+    assert len(set(a1) & set(b)) == 2
+    assert {k.split("-")[1] for k in a1} >= {"constant", "tanh", "sum"}
+
+
+def test_two_clients_on_one_cluster_get_their_own_results(device: str) -> None:
+    distributed = pytest.importorskip("distributed")
+    rng = np.random.default_rng(5)
+    images = [rng.uniform(0, 1, (24, 20)).astype(np.float32) for _ in range(2)]
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  host="127.0.0.1", protocol="tcp://",
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as c1, \
+            distributed.Client(cluster, set_as_default=False) as c2:
+        for client, img in zip((c1, c2), images):
+            with client.as_current(), hm.device(device):
+                got = (hm.asarray(img) * 3.0 + 1.0).sum(axis=1).numpy()
+            expected = (img * np.float32(3) + np.float32(1)).sum(axis=1)
+            np.testing.assert_allclose(got, expected, rtol=1e-5)
