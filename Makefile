@@ -18,7 +18,9 @@ $(BIN)/python:
 env: $(BIN)/python
 	$(BIN)/pip install -e ".[dev]"
 
+# the doctor first: what works on this machine, then the demo on what does
 demo: env
+	$(BIN)/hermes doctor
 	$(BIN)/python -m hermes_nb.demo
 
 lint: env

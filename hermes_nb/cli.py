@@ -1,31 +1,67 @@
-"""The ``hermes`` command line: ``hermes devices``."""
+"""The ``hermes`` command line: ``devices``, ``doctor``, ``cache``, ``demo``."""
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections.abc import Sequence
 
 
-def _devices() -> int:
+def _devices(show_all: bool) -> int:
     from hermes_nb.devices import devices
 
     for d in devices():
+        info = d.info()
+        extra = f"  driver={info['driver']}" if "driver" in info else ""
         print(
             f"{d.id:<10} {d.name}  memory={d.memory_bytes / 2**30:.1f} GiB  "
-            f"compute_units={d.compute_units}  fp64={'yes' if d.fp64 else 'no'}"
+            f"compute_units={d.compute_units}  fp64={'yes' if d.fp64 else 'no'}{extra}"
         )
+    if show_all:
+        from hermes_nb.devices.opencl import hidden_devices
+
+        for hidden in hidden_devices():
+            print(f"{'-':<10} {hidden.name}  driver={hidden.driver}  not used: {hidden.reason}")
+    return 0
+
+
+def _cache(action: str) -> int:
+    from hermes_nb.cache import cache_dir
+    from hermes_nb.doctor import cache_report
+
+    if action == "info":
+        for folder, size in cache_report():
+            print(f"{size / 2**20:8.1f} MiB  {folder}")
+        return 0
+    root = cache_dir()
+    removed = 0
+    for folder, size in cache_report():
+        shutil.rmtree(folder, ignore_errors=True)
+        removed += size
+    print(f"removed {removed / 2**20:.1f} MiB from {root}")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hermes", description="Hermes heterogeneous computing")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("devices", help="list the devices Hermes can run on")
+    listing = sub.add_parser("devices", help="list the devices Hermes can run on")
+    listing.add_argument("--all", action="store_true",
+                         help="also list devices left out (duplicate drivers, failed self-tests)")
+    sub.add_parser("doctor", help="check drivers, self-tests, caches and a sample pipeline")
+    cache = sub.add_parser("cache", help="show or empty the caches Hermes keeps")
+    cache.add_argument("action", choices=["info", "clear"])
     sub.add_parser("demo", help="run the headless demo on every device")
     args = parser.parse_args(argv)
     if args.command == "devices":
-        return _devices()
+        return _devices(args.all)
+    if args.command == "doctor":
+        from hermes_nb.doctor import main as doctor
+
+        return doctor()
+    if args.command == "cache":
+        return _cache(args.action)
     from hermes_nb.demo import main as demo
 
     return demo()

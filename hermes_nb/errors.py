@@ -24,3 +24,14 @@ class KernelBuildError(RuntimeError):
         super().__init__(message)
         self.log = log
         self.source_path = source_path
+
+
+class KernelCrashError(KernelBuildError):
+    """Building or first launching a kernel crashed the driver (or ran past its time limit)
+    in the isolated build worker; the user's process was not touched. ``signal`` names
+    how the worker ended. The device retries with a safer variant of the kernel."""
+
+    def __init__(self, message: str, *, log: str = "", source_path: str = "",
+                 signal: str = "") -> None:
+        super().__init__(message, log=log, source_path=source_path)
+        self.signal = signal

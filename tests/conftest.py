@@ -33,6 +33,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+# every healthy OpenCL driver is a device of its own here (not only the newest per device),
+# so a crash in any driver present fails the suite rather than a user's notebook
+os.environ.setdefault("HERMES_OPENCL_ALL_DRIVERS", "1")
+
 import hermes_nb as hm
 
 GPU_SKIP_REASON = "needs a CUDA GPU: no cuda device found (cupy missing or no GPU)"
@@ -78,6 +82,14 @@ def cuda_devices() -> list[Any]:
 
 _SELECTED = selected_devices()
 _KINDS = ("cpu", "opencl", "cuda")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from hermes_nb.devices.opencl import hidden_devices
+
+    lines = [f"hermes devices: {', '.join(f'{d.id} ({d.name})' for d in _all_devices())}"]
+    lines += [f"hermes: OpenCL {h.name} [{h.driver}] not tested: {h.reason}" for h in hidden_devices()]
+    return lines
 
 
 def pytest_configure(config: pytest.Config) -> None:

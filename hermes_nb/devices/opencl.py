@@ -26,8 +26,15 @@ _BORDERS = {"reflect101": 0, "reflect": 1, "replicate": 2, "constant": 3}
 _I64 = np.dtype(np.int64)
 
 
+_hidden: list[Any] = []  # opencl_drivers.Hidden: devices left out, and why
+
+
 def discover() -> list[OpenCLDevice]:
-    """One ``OpenCLDevice`` per OpenCL device over all platforms; ``[]`` without OpenCL."""
+    """One ``OpenCLDevice`` per physical OpenCL device (the newest driver that passes its
+    self-test); ``[]`` without OpenCL. The rest are in :func:`hidden_devices`."""
+    from hermes_nb.devices import opencl_drivers
+
+    opencl_drivers.configure_driver_cache()
     try:
         import pyopencl as cl
     except Exception:  # not installed, or its shared libraries are missing
@@ -36,18 +43,29 @@ def discover() -> list[OpenCLDevice]:
         platforms = cl.get_platforms()
     except Exception:  # no ICD / no platform: cl.LogicError or cl.RuntimeError
         return []
-    found: list[OpenCLDevice] = []
-    for platform in platforms:
+    candidates = []
+    for p_index, platform in enumerate(platforms):
         try:
             devices = platform.get_devices()
         except Exception:  # a platform without devices raises DEVICE_NOT_FOUND
             continue
-        for dev in devices:
-            try:
-                found.append(OpenCLDevice(len(found), dev))
-            except Exception:  # a device we cannot open a context on is not usable
-                continue
+        candidates += [opencl_drivers.Candidate(p_index, d_index, platform, dev)
+                       for d_index, dev in enumerate(devices)]
+    chosen, hidden = opencl_drivers.choose(candidates)
+    found: list[OpenCLDevice] = []
+    for candidate, verdict in chosen:
+        try:
+            found.append(OpenCLDevice(len(found), candidate.device, candidate, verdict))
+        except Exception as exc:  # a device we cannot open a context on is not usable
+            hidden.append(opencl_drivers.Hidden(candidate.device.name.strip(), candidate.driver,
+                                                f"cannot open a context: {exc}"))
+    _hidden[:] = hidden
     return found
+
+
+def hidden_devices() -> list[Any]:
+    """OpenCL devices found but not used (duplicates, failed self-tests), with reasons."""
+    return list(_hidden)
 
 
 def _round_up(n: int, m: int) -> int:
@@ -95,9 +113,11 @@ class OpenCLDevice(Device):
     kind = "opencl"
     fused_ops = frozenset({"fused_elementwise", "fused_reduce", "fused_matmul", "fused_stencil"})
 
-    def __init__(self, index: int, cl_device: Any) -> None:
+    def __init__(self, index: int, cl_device: Any, candidate: Any = None, verdict: Any = None) -> None:
         import pyopencl as cl
         import pyopencl.tools as cl_tools
+
+        from hermes_nb.devices import opencl_drivers, opencl_guard
 
         fp64 = bool(getattr(cl_device, "double_fp_config", 0)) or ("cl_khr_fp64" in cl_device.extensions)
         super().__init__(
@@ -111,7 +131,14 @@ class OpenCLDevice(Device):
         self.context = cl.Context([cl_device])
         self.queue = cl.CommandQueue(self.context)  # in-order: launches need no events
         self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
-        self.programs = src.ProgramCache(self.context)
+        self.driver = candidate.driver if candidate is not None else cl_device.platform.version
+        self.verdict = verdict
+        self.degraded: list[str] = []  # features switched off after a crash at run time
+        guard = None
+        if candidate is not None:
+            guard = opencl_guard.Guard(candidate.ref, opencl_drivers.fingerprint(candidate),
+                                       opencl_drivers.configure_driver_cache(), f"opencl:{index}")
+        self.programs = src.ProgramCache(self.context, guard)
         self._dummy: Any = None
         self._stencil_configs: dict[Any, Any] = {}  # StencilProgram -> StencilConfig | None
         # CPUs want each work-item on a contiguous run; GPUs want neighbours on neighbours.
@@ -123,6 +150,11 @@ class OpenCLDevice(Device):
             "float32": _vector_width(int(cl_device.native_vector_width_float)),
             "float64": _vector_width(int(cl_device.native_vector_width_double)),
         }
+        self.local_stencils = True  # stencil tiles in local memory
+        if verdict is not None:  # what the self-test found working
+            self._vector_width["float32"] = min(self._vector_width["float32"], verdict.float32_width)
+            self._vector_width["float64"] = min(self._vector_width["float64"], verdict.float64_width)
+            self.local_stencils = verdict.local_memory
 
     # ---- memory --------------------------------------------------------------------------
 
@@ -166,7 +198,48 @@ class OpenCLDevice(Device):
 
     # ---- dispatch --------------------------------------------------------------------------
 
+    def info(self) -> dict[str, Any]:
+        out = super().info()
+        out["driver"] = self.driver
+        out["selftest"] = self.verdict.summary() if self.verdict is not None else "not run"
+        if self.degraded:
+            out["degraded"] = list(self.degraded)
+        return out
+
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        """Run one op; a kernel that crashes the driver in the build worker is retried
+        with safer variants (narrower vectors, then no local-memory tiles)."""
+        from hermes_nb.errors import KernelCrashError
+
+        while True:
+            try:
+                return self._execute(spec, inputs)
+            except KernelCrashError as exc:
+                if not self._degrade(exc):
+                    raise
+
+    def _degrade(self, exc: Exception) -> bool:
+        """Switch off the next riskiest feature; False when nothing is left to switch off."""
+        import warnings
+
+        widths = self._vector_width
+        if any(widths.values()):
+            for name, width in widths.items():
+                widths[name] = width // 2 if width > 4 else 0
+            change = "vector width " + ", ".join(f"{k} ×{v or 'none'}" for k, v in widths.items())
+        elif self.local_stencils:
+            self.local_stencils = False
+            change = "no local-memory stencil tiles"
+        else:
+            return False
+        self._stencil_configs.clear()
+        signal = getattr(exc, "signal", "")
+        self.degraded.append(f"{change} (after {signal or 'a crash'})")
+        warnings.warn(f"hermes: {self.id}: a kernel crashed the driver ({signal}); retrying "
+                      f"with {change}", RuntimeWarning, stacklevel=4)
+        return True
+
+    def _execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         op = spec.op
         if not self.fp64 and any(d == np.float64 for d in (spec.dtype, *spec.in_dtypes)):
             raise TypeError(f"{op}: device {self.id} ({self.name}) has no float64 support")

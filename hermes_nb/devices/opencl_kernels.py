@@ -123,24 +123,33 @@ def _build(cl: Any, context: Any, source: str) -> Any:
     try:
         return cl.Program(context, source).build()
     except (cl.RuntimeError, cl.LogicError) as exc:
-        from hermes_nb.cache import save_source
+        from hermes_nb.devices.opencl_guard import _short_log
         from hermes_nb.errors import KernelBuildError
 
         path = save_source(source, ".cl")
         raise KernelBuildError(
-            f"OpenCL build failed; source saved to {path}\n{exc}", log=str(exc),
+            f"OpenCL build failed; source saved to {path}\n{_short_log(str(exc))}", log=str(exc),
             source_path=str(path),
         ) from exc
+
+
+def save_source(source: str, suffix: str) -> Any:
+    from hermes_nb.cache import save_source as save
+
+    return save(source, suffix)
 
 
 class ProgramCache:
     """Built programs and their kernels, per context and source.
 
-    PyOpenCL also keeps its on-disk binary cache, so a new process skips most compiles.
+    With a ``guard`` (``devices.opencl_guard``), a program new to this machine is built,
+    and each kernel first launched, in the isolated worker before it is here; the driver's
+    own disk cache makes the second build cheap.
     """
 
-    def __init__(self, context: Any) -> None:
+    def __init__(self, context: Any, guard: Any = None) -> None:
         self._context = context
+        self._guard = guard
         self._kernels: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
 
@@ -148,16 +157,36 @@ class ProgramCache:
         key = (source, name)
         knl = self._kernels.get(key)
         if knl is None:
-            import pyopencl as cl
-
             with self._lock:
                 knl = self._kernels.get(key)
                 if knl is None:
-                    program = _build(cl, self._context, source)
-                    for k in program.all_kernels():
-                        self._kernels[(source, k.function_name)] = k
-                    knl = self._kernels[key]
+                    knl = self._load(source, name)
         return knl
+
+    def _load(self, source: str, name: str) -> Any:
+        import pyopencl as cl
+
+        from hermes_nb.devices.opencl_guard import GuardedKernel
+        from hermes_nb.errors import KernelBuildError
+
+        def saved() -> Any:
+            return save_source(source, ".cl")
+
+        if self._guard is not None:
+            self._guard.build(source, name, saved)
+        kernels = {k.function_name: k for k in _build(cl, self._context, source).all_kernels()}
+        if name not in kernels and self._guard is not None:  # a damaged cache entry: once more
+            self._guard.clear_driver_cache()
+            self._guard.build(source, name, saved)
+            kernels = {k.function_name: k for k in _build(cl, self._context, source).all_kernels()}
+        if name not in kernels:
+            raise KernelBuildError(
+                f"OpenCL program has no kernel {name!r} (it holds {sorted(kernels)}); "
+                f"source saved to {saved()}", source_path=str(saved()))
+        for kname, k in kernels.items():
+            wrapped = GuardedKernel(k, self._guard, source, saved) if self._guard else k
+            self._kernels[(source, kname)] = wrapped
+        return self._kernels[(source, name)]
 
     def __len__(self) -> int:
         return len({s for s, _ in self._kernels})

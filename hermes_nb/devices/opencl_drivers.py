@@ -1,0 +1,274 @@
+"""Which OpenCL drivers Hermes trusts, and with which features.
+
+- PoCL gets its own cache folder under Hermes's cache directory, keyed by the installed
+  OpenCL drivers, so one driver's cache never feeds another (``POCL_CACHE_DIR``).
+- Each device is self-tested once per machine fingerprint (platform, driver and device
+  versions, the CPU's feature flags) in the isolated worker; the verdict is kept as JSON
+  and read back by later processes.
+- Two platforms exposing the same physical device (two PoCLs on the same cores) give one
+  ``opencl:N``: the newest driver that passed its self-test. The others are listed with
+  the reason by ``hermes devices --all`` (``HERMES_OPENCL_ALL_DRIVERS=1`` exposes healthy
+  duplicates too, so the test suite runs on every driver).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import re
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes_nb.cache import cache_dir
+from hermes_nb.devices import isolation
+
+log = logging.getLogger("hermes_nb.devices")
+
+SELFTEST_VERSION = "1"
+
+
+@dataclass
+class Verdict:
+    """What the self-test found for one device under one fingerprint."""
+
+    fingerprint: str
+    healthy: bool
+    float32_width: int = 0
+    float64_width: int = 0
+    local_memory: bool = False
+    reasons: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        if not self.healthy:
+            return "failed: " + "; ".join(self.reasons)
+        parts = [f"float32 vectors ×{self.float32_width or 'none'}",
+                 f"float64 vectors ×{self.float64_width or 'none'}",
+                 "local memory" if self.local_memory else "no local memory"]
+        return "passed (" + ", ".join(parts) + ")" + (
+            "; off: " + "; ".join(self.reasons) if self.reasons else "")
+
+
+@dataclass
+class Candidate:
+    """One OpenCL device as one platform exposes it."""
+
+    platform_index: int
+    device_index: int
+    platform: Any
+    device: Any
+
+    @property
+    def ref(self) -> tuple[int, int, str]:
+        return (self.platform_index, self.device_index, self.device.name.strip())
+
+    @property
+    def driver(self) -> str:
+        """A short driver name: ``PoCL 3.1+debian (LLVM 15.0.6)``, else platform and version."""
+        version = self.platform.version
+        pocl, llvm = re.search(r"PoCL \S+", version), re.search(r"LLVM [\d.]+", version)
+        if pocl:
+            return pocl.group(0) + (f" ({llvm.group(0)})" if llvm else "")
+        return f"{self.platform.name.strip()} {self.device.driver_version.strip()}"
+
+    def version_key(self) -> tuple[int, ...]:
+        """Numbers of the driver version, newest first when sorted descending."""
+        text = f"{self.device.driver_version} {self.platform.version}"
+        return tuple(int(n) for n in re.findall(r"\d+", text)[:6])
+
+    def physical_key(self) -> tuple[Any, ...]:
+        """Same key for the same hardware seen through two drivers."""
+        import pyopencl as cl
+
+        dev = self.device
+        if dev.type & cl.device_type.CPU:
+            return ("host-cpu",)  # every CPU driver runs on the same cores
+        try:
+            bus = dev.pci_bus_info_khr
+            return ("pci", bus.pci_domain, bus.pci_bus, bus.pci_device, bus.pci_function)
+        except Exception:  # no cl_khr_pci_bus_info
+            return ("device", int(dev.vendor_id), dev.name.strip(), int(dev.global_mem_size))
+
+
+def _cpu_flags() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor()
+
+
+def fingerprint(candidate: Candidate) -> str:
+    d, p = candidate.device, candidate.platform
+    parts = [SELFTEST_VERSION, p.name, p.version, d.name, d.driver_version, d.version,
+             hashlib.sha256(_cpu_flags().encode()).hexdigest()]
+    return hashlib.sha256("\0".join(str(x).strip() for x in parts).encode()).hexdigest()[:20]
+
+
+# ---- the driver cache ----------------------------------------------------------------------
+
+def _icd_libraries() -> list[str]:
+    """The driver libraries the ICD loader will open (system vendors and PyOpenCL's own)."""
+    folders = [Path(os.environ.get("OCL_ICD_VENDORS", "/etc/OpenCL/vendors"))]
+    spec = importlib.util.find_spec("pyopencl")
+    if spec and spec.origin:
+        folders.append(Path(spec.origin).parent / ".libs")
+    libs = []
+    for folder in folders:
+        for icd in sorted(folder.glob("*.icd")) if folder.is_dir() else []:
+            try:
+                name = icd.read_text().strip()
+            except OSError:
+                continue
+            path = Path(name) if Path(name).is_absolute() else folder / name
+            stat = path.stat() if path.exists() else None
+            libs.append(f"{path}:{stat.st_size if stat else 0}:{int(stat.st_mtime) if stat else 0}")
+    return libs
+
+
+def configure_driver_cache() -> Path:
+    """Point PoCL's cache at a folder of Hermes's own (unless the user chose one)."""
+    chosen = os.environ.get("POCL_CACHE_DIR")
+    if chosen:
+        return Path(chosen)
+    key = hashlib.sha256("\n".join(_icd_libraries()).encode()).hexdigest()[:16]
+    folder = cache_dir("pocl", key)
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        (folder / ".hermes-owned").touch()
+    except OSError as exc:  # unwritable cache: PoCL builds in memory
+        warnings.warn(f"hermes: cannot use {folder} for OpenCL kernels ({exc}); building "
+                      "without a disk cache", RuntimeWarning, stacklevel=2)
+        os.environ["POCL_KERNEL_CACHE"] = "0"
+        return folder
+    os.environ["POCL_CACHE_DIR"] = str(folder)
+    return folder
+
+
+# ---- the self-test -------------------------------------------------------------------------
+
+def _verdict_path(fp: str) -> Path:
+    return cache_dir("selftest", f"{fp}.json")
+
+
+def load_verdict(fp: str) -> Verdict | None:
+    try:
+        data = json.loads(_verdict_path(fp).read_text())
+        verdict = Verdict(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+    return verdict if verdict.fingerprint == fp else None
+
+
+def _store(verdict: Verdict) -> None:
+    path = _verdict_path(verdict.fingerprint)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(asdict(verdict)))
+        tmp.replace(path)
+    except OSError as exc:
+        log.debug("hermes: cannot keep the self-test verdict: %s", exc)
+
+
+def _feature(candidate: Candidate, feature: str) -> str:
+    """``""`` when the feature works, else why not (wrong values, error, crash)."""
+    try:
+        return isolation.worker().call("opencl_feature", candidate.ref, feature, timeout=60)
+    except isolation.WorkerJobError as exc:
+        first = next((ln for ln in exc.message.splitlines() if "error" in ln.lower()), exc.message)
+        return f"{feature}: {first.strip()[:200]}"
+    except isolation.WorkerCrashed as exc:
+        what = "timed out" if isinstance(exc, isolation.WorkerTimeout) else f"crashed ({exc.signal_name})"
+        return f"{feature}: {what}"
+
+
+def _widest(candidate: Candidate, dtype: str, native: int, reasons: list[str]) -> int:
+    for width in (16, 8, 4):
+        if width > native:
+            continue
+        problem = _feature(candidate, f"{dtype}x{width}")
+        if not problem:
+            return width
+        reasons.append(problem)
+    return 0
+
+
+def run_selftest(candidate: Candidate) -> Verdict:
+    """Probe the features the code generators use, in the isolated worker."""
+    start = time.perf_counter()
+    fp = fingerprint(candidate)
+    dev = candidate.device
+    problem = _feature(candidate, "scalar")
+    if problem:
+        return Verdict(fp, False, reasons=[problem], seconds=time.perf_counter() - start)
+    reasons: list[str] = []
+    local_problem = _feature(candidate, "local")
+    if local_problem:
+        reasons.append(local_problem)
+    f32 = _widest(candidate, "float32", int(dev.native_vector_width_float), reasons)
+    fp64 = bool(getattr(dev, "double_fp_config", 0))
+    f64 = _widest(candidate, "float64", int(dev.native_vector_width_double), reasons) if fp64 else 0
+    return Verdict(fp, True, f32, f64, not local_problem, reasons, time.perf_counter() - start)
+
+
+def verdict_for(candidate: Candidate) -> Verdict:
+    """The stored verdict for this fingerprint, or a new self-test (kept for next time)."""
+    fp = fingerprint(candidate)
+    verdict = load_verdict(fp)
+    if verdict is None:
+        verdict = run_selftest(candidate)
+        _store(verdict)
+        if not verdict.healthy or verdict.reasons:
+            warnings.warn(f"hermes: OpenCL device {candidate.device.name.strip()!r} "
+                          f"({candidate.driver}) self-test {verdict.summary()}",
+                          RuntimeWarning, stacklevel=3)
+    return verdict
+
+
+# ---- choosing one driver per device ----------------------------------------------------------
+
+@dataclass
+class Hidden:
+    """A device Hermes does not use, and why (for ``hermes devices --all``)."""
+
+    name: str
+    driver: str
+    reason: str
+
+
+def choose(candidates: list[Candidate]) -> tuple[list[tuple[Candidate, Verdict]], list[Hidden]]:
+    """The candidates to use (one per physical device, newest healthy driver first) and
+    the ones left out with the reason."""
+    expose_all = os.environ.get("HERMES_OPENCL_ALL_DRIVERS", "0") == "1"
+    groups: dict[tuple[Any, ...], list[Candidate]] = {}
+    for c in candidates:
+        groups.setdefault(c.physical_key(), []).append(c)
+    chosen: list[tuple[Candidate, Verdict]] = []
+    hidden: list[Hidden] = []
+    for group in groups.values():
+        group.sort(key=Candidate.version_key, reverse=True)
+        primary: Candidate | None = None
+        for c in group:
+            name = c.device.name.strip()
+            if primary is not None and not expose_all:
+                hidden.append(Hidden(name, c.driver, f"same device as {primary.device.name.strip()!r} "
+                                                     f"through a newer driver ({primary.driver})"))
+                continue
+            verdict = verdict_for(c)
+            if not verdict.healthy:
+                hidden.append(Hidden(name, c.driver, f"self-test {verdict.summary()}"))
+                continue
+            chosen.append((c, verdict))
+            primary = primary or c
+    return chosen, hidden

@@ -1,0 +1,244 @@
+"""Guarded builds and first launches of OpenCL programs (the parent's side of
+:mod:`hermes_nb.devices.isolation`).
+
+A program is built, and each of its kernels launched once per launch geometry, in the
+isolated worker before the user's process does the same. What survived is recorded in a
+*marker* holding the checksums of the files the driver's cache gained meanwhile, so a later
+process loads it directly, and a damaged cache entry (a crash left it half-written) is
+detected, dropped and rebuilt in the worker instead of aborting the user's process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes_nb.devices import isolation
+from hermes_nb.errors import KernelBuildError, KernelCrashError
+
+log = logging.getLogger("hermes_nb.devices")
+
+_SMALL = 1 << 16  # buffers up to this size travel with their contents (shapes, weights)
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
+
+
+def _cache_files(root: Path, since: float) -> dict[str, str]:
+    """Files under ``root`` changed at or after ``since``, with their checksums."""
+    found: dict[str, str] = {}
+    if not root.is_dir():
+        return found
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            path = Path(dirpath) / name
+            try:
+                if path.stat().st_mtime >= since - 1 and "hermes-verified" not in path.parts:
+                    found[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError:
+                continue
+    return found
+
+
+@dataclass
+class Guard:
+    """Isolation state of one OpenCL device: its worker reference, fingerprint and the
+    driver cache folder its markers describe."""
+
+    ref: tuple[int, int, str]  # (platform index, device index, device name)
+    fingerprint: str
+    driver_cache: Path
+    device_id: str
+    _verified: set[str] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def _markers(self) -> Path:
+        return self.driver_cache / "hermes-verified" / self.fingerprint
+
+    # ---- markers ------------------------------------------------------------------------
+
+    def verified(self, key: str) -> bool:
+        """Whether ``key`` survived the worker before and the cache files it left are
+        intact; a damaged entry is dropped (with a warning) so it is rebuilt."""
+        if key in self._verified:
+            return True
+        marker = self._markers / f"{key}.json"
+        try:
+            files = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            return False
+        damaged = [p for p, digest in files.items() if not self._intact(p, digest)]
+        if damaged:
+            warnings.warn(f"hermes: {self.device_id}: dropped a damaged driver cache entry "
+                          f"{self.driver_cache / damaged[0]}; rebuilding it", RuntimeWarning,
+                          stacklevel=3)
+            self._drop(files, marker)
+            return False
+        self._verified.add(key)
+        return True
+
+    def _intact(self, relative: str, digest: str) -> bool:
+        try:
+            return hashlib.sha256((self.driver_cache / relative).read_bytes()).hexdigest() == digest
+        except OSError:
+            return False
+
+    def _drop(self, files: dict[str, str], marker: Path) -> None:
+        for relative in files:
+            folder = (self.driver_cache / relative).parent
+            shutil.rmtree(folder, ignore_errors=True)
+        marker.unlink(missing_ok=True)
+
+    def _mark(self, key: str, since: float) -> None:
+        self._verified.add(key)
+        try:
+            self._markers.mkdir(parents=True, exist_ok=True)
+            tmp = self._markers / f"{key}.{os.getpid()}.tmp"
+            tmp.write_text(json.dumps(_cache_files(self.driver_cache, since)))
+            tmp.replace(self._markers / f"{key}.json")
+        except OSError as exc:  # a full or read-only disk: remember it in memory only
+            log.debug("hermes: cannot write build marker: %s", exc)
+
+    # ---- isolated jobs -------------------------------------------------------------------
+
+    def build(self, source: str, name: str, source_path: Any) -> None:
+        """Build ``source`` in the worker unless done before; raises KernelBuildError."""
+        key = _digest("build", source)
+        if not isolation.enabled() or self.verified(key):
+            return
+        with self._lock:
+            since = time.time()
+            names = self._run(name, "build", source_path, "opencl_build", self.ref, source, "",
+                              os.environ.get("HERMES_TEST_BUILD_FAULT"))
+            if name not in names:
+                raise KernelBuildError(
+                    f"OpenCL build on {self.device_id} gave a program without kernel {name!r} "
+                    f"(it holds {names}); source saved to {source_path()}",
+                    source_path=str(source_path()))
+            self._mark(key, since)
+
+    def launch(self, source: str, name: str, global_size: Any, local_size: Any,
+               global_offset: Any, args: tuple[Any, ...], queue: Any, source_path: Any) -> None:
+        """Launch once in the worker with this geometry unless done before."""
+        offset = tuple(global_offset) if global_offset is not None else None
+        local = tuple(local_size) if local_size is not None else None
+        variant = f"local={local} offset={'yes' if offset and any(offset) else 'no'}"
+        key = _digest("launch", source, name, variant)
+        if not isolation.enabled() or self.verified(key):
+            return
+        small = tuple(min(g, loc) for g, loc in zip(global_size, local)) if local else \
+            tuple(min(g, 64) for g in global_size)
+        descs = [describe(a, queue) for a in args]
+        with self._lock:
+            since = time.time()
+            try:
+                self._run(name, variant, source_path, "opencl_launch", self.ref, source, "", name,
+                          small, local, offset, descs,
+                          os.environ.get("HERMES_TEST_LAUNCH_FAULT"))
+            except KernelBuildError as exc:
+                if isinstance(exc, KernelCrashError):
+                    raise
+                log.debug("hermes: probe launch of %s not run in the worker: %s", name, exc)
+                return
+            self._mark(key, since)
+
+    def _run(self, name: str, variant: str, source_path: Any, job: str, *args: Any) -> Any:
+        """One worker job; a crash is retried once after dropping the driver's cache
+        (a half-written entry crashes a driver on load), then reported."""
+        for attempt in (0, 1):
+            try:
+                return isolation.worker().call(job, *args)
+            except isolation.WorkerJobError as exc:
+                path = source_path()
+                raise KernelBuildError(
+                    f"OpenCL build of kernel {name!r} failed on {self.device_id}; source saved "
+                    f"to {path}\n{_short_log(exc.message)}", log=exc.message,
+                    source_path=str(path)) from None
+            except isolation.WorkerCrashed as exc:
+                if attempt == 0 and not isinstance(exc, isolation.WorkerTimeout):
+                    self.clear_driver_cache()
+                    continue
+                path = source_path()
+                what = "timed out" if isinstance(exc, isolation.WorkerTimeout) else \
+                    f"crashed the driver ({exc.signal_name})"
+                raise KernelCrashError(
+                    f"OpenCL kernel {name!r} ({variant}) {what} on {self.device_id} in the "
+                    f"isolated build worker; source saved to {path}", log=exc.log_tail,
+                    source_path=str(path), signal=exc.signal_name) from None
+        raise AssertionError("unreachable")
+
+    def clear_driver_cache(self) -> None:
+        """Empty the driver's cache folder (only a folder Hermes owns) and the markers."""
+        self._verified.clear()
+        if (self.driver_cache / ".hermes-owned").exists():
+            warnings.warn(f"hermes: {self.device_id}: the driver crashed loading its cache; "
+                          f"emptied {self.driver_cache}", RuntimeWarning, stacklevel=4)
+            for child in self.driver_cache.iterdir():
+                if child.name != ".hermes-owned":
+                    shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
+        else:
+            shutil.rmtree(self._markers, ignore_errors=True)
+
+
+def _short_log(text: str, limit: int = 1500) -> str:
+    """The compiler's log without PyOpenCL's repeated headers, bounded in size."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and "BUILD_PROGRAM_FAILURE" not in ln]
+    out = "\n".join(lines)
+    return out if len(out) <= limit else out[:limit] + " …"
+
+
+def describe(arg: Any, queue: Any) -> tuple[Any, ...]:
+    """A kernel argument as the worker rebuilds it: buffers by size (small ones with their
+    contents, e.g. shapes and strides), local memory by size, scalars by value."""
+    import numpy as np
+    import pyopencl as cl
+
+    if arg is None:
+        return ("none",)
+    if isinstance(arg, cl.LocalMemory):
+        return ("local", int(arg.size))
+    if isinstance(arg, cl.MemoryObjectHolder):
+        size = int(arg.size)
+        data = None
+        if size <= _SMALL:
+            host = np.empty(size, np.uint8)
+            cl.enqueue_copy(queue, host, arg)
+            data = host.tobytes()
+        return ("buf", size, data)
+    return ("scalar", arg)
+
+
+class GuardedKernel:
+    """A PyOpenCL kernel whose first launch per geometry happens in the worker first."""
+
+    def __init__(self, kernel: Any, guard: Guard, source: str, source_path: Any) -> None:
+        self._kernel = kernel
+        self._guard = guard
+        self._source = source
+        self._source_path = source_path
+        self._launched: set[tuple[Any, bool]] = set()  # geometries already safe
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kernel, name)
+
+    def __call__(self, queue: Any, global_size: Any, local_size: Any, *args: Any,
+                 global_offset: Any = None, **kwargs: Any) -> Any:
+        geometry = (tuple(local_size) if local_size is not None else None,
+                    bool(global_offset is not None and any(global_offset)))
+        if geometry not in self._launched:
+            self._guard.launch(self._source, self._kernel.function_name, global_size,
+                               local_size, global_offset, args, queue, self._source_path)
+            self._launched.add(geometry)
+        return self._kernel(queue, global_size, local_size, *args, global_offset=global_offset,
+                            **kwargs)
