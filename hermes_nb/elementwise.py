@@ -134,7 +134,23 @@ def remainder(x1: Operand, x2: Operand) -> Tensor:
 
 
 def pow(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("pow", x1, x2, compute="numeric")
+    """``x1 ** x2``. Integers to negative integer powers raise ``ValueError`` as in NumPy:
+    at build time for a scalar or constant exponent, else when the graph runs."""
+    out = _binary("pow", x1, x2, compute="numeric")
+    if dtypes.is_integer(out.dtype):
+        _reject_negative_exponent(out.node.inputs[1], out.dtype)
+    return out
+
+
+def _reject_negative_exponent(exponent: Any, dtype: np.dtype) -> None:
+    if exponent.op != "constant" or not (exponent.attrs["value"] < 0).any():
+        return
+    value = exponent.attrs["value"]
+    shown = value.item() if value.ndim == 0 else f"an array with negative values (min {value.min()})"
+    raise ValueError(
+        f"pow: Integers to negative integer powers are not allowed: exponent {shown} with an "
+        f"{dtype.name} base; convert the base to a float dtype first, e.g. "
+        f"x.astype('float64') ** {shown if value.ndim == 0 else 'y'}")
 
 
 def maximum(x1: Operand, x2: Operand) -> Tensor:

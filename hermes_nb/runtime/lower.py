@@ -11,6 +11,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from hermes_nb import random as hm_random
 from hermes_nb.devices import get_device
 from hermes_nb.errors import DeviceError
@@ -34,7 +36,7 @@ def lower(outputs: list[Node], placed: dict[int, Placement], run_id: int
             graph[node.key] = node.attrs["handle"]
         elif node.op in ("constant", "random"):
             graph[node.key] = (load_host_source, OpSpec.of(node, where.device))
-        elif where.tiles:
+        elif where.tiles and not has_integer_pow(OpSpec.of(node, where.device)):
             lower_split(node, OpSpec.of(node, where.device), where.tiles, run_id, graph)
         else:
             graph[node.key] = (run_op, OpSpec.of(node, where.device), where.decision, run_id,
@@ -60,6 +62,8 @@ def load_host_source(spec: OpSpec) -> Resident:
 
 def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Resident) -> Resident:
     """Run one kernel on its device, moving inputs there first; fall back on failure."""
+    if has_integer_pow(spec):
+        check_integer_powers(spec, inputs)
     failures: list[str] = []
     while True:
         device = get_device(spec.device)
@@ -94,6 +98,38 @@ def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Reside
             decision.estimate_s if decision is not None else None,
             decision.reason if decision is not None else "", tuple(failures)))
         return Resident(device.id, out)
+
+
+def has_integer_pow(spec: OpSpec) -> bool:
+    """Whether the kernel raises an integer to an integer power (alone or in a fused program)."""
+    if spec.op == "pow":
+        return spec.dtype.kind in "iu"
+    programs = [spec.attrs.get(k) for k in ("program", "prologue", "epilogue")]
+    return any(i.op == "pow" and i.dtype in ("int32", "int64")
+               for p in programs if p is not None for i in p.instrs)
+
+
+def check_integer_powers(spec: OpSpec, inputs: tuple[Resident, ...]) -> None:
+    """Raise NumPy's ``ValueError`` when an integer exponent is negative, on every device alike
+    (device kernels cannot raise): the kernel is evaluated on the host with NumPy first."""
+    from hermes_nb.devices.array_backend import ArrayOps
+
+    hosts = [r.host() for r in inputs]
+    try:
+        if spec.op == "pow":
+            bad = bool((hosts[1] < 0).any())
+        else:
+            ArrayOps(np, "scipy.ndimage").run(spec, hosts)
+            bad = False
+    except ValueError as exc:
+        if "negative integer powers" not in str(exc):
+            raise
+        bad = True
+    if bad:
+        raise ValueError(
+            f"pow: Integers to negative integer powers are not allowed (a negative exponent in "
+            f"{spec.describe()}); convert the base to a float dtype first, e.g. "
+            f"x.astype('float64') ** y")
 
 
 def _moved(value: Resident, label: str, device: Any, run_id: int) -> Any:

@@ -120,3 +120,43 @@ def test_two_clients_on_one_cluster_get_their_own_results(device: str) -> None:
                 got = (hm.asarray(img) * 3.0 + 1.0).sum(axis=1).numpy()
             expected = (img * np.float32(3) + np.float32(1)).sum(axis=1)
             np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+# ---- integers to negative integer powers raise, as in NumPy -----------------------
+
+NEGATIVE_POWER = "pow: Integers to negative integer powers are not allowed"
+BASE = np.array([2, 3, -1, 5], dtype=np.int64)
+
+
+def test_numpy_refuses_negative_integer_powers() -> None:
+    with pytest.raises(ValueError, match="Integers to negative integer powers are not allowed"):
+        np.power(BASE, np.array([-1, 0, -1, -2]))
+
+
+@pytest.mark.parametrize("exponent", [-2, np.int32(-1), np.array([-1, 0, -1, -2])])
+def test_negative_constant_exponent_raises_at_build(device: str, exponent) -> None:
+    with hm.device(device):
+        x = hm.asarray(BASE)
+        with pytest.raises(ValueError, match=NEGATIVE_POWER) as info:
+            x ** exponent
+        assert "int64 base" in str(info.value) and "astype('float64')" in str(info.value)
+
+
+@pytest.mark.parametrize("form", ["plain", "fused", "scalar_base", "computed"])
+def test_negative_array_exponent_raises_at_compute(device: str, form: str) -> None:
+    with hm.device(device):
+        x, e = hm.asarray(BASE), hm.arange(-2, 2)
+        graph = {
+            "plain": lambda: x ** e,
+            "fused": lambda: (x * 1) ** (e + 0) + 1,
+            "scalar_base": lambda: 2 ** e,
+            "computed": lambda: x ** (e * 1).compute(),
+        }[form]()
+    with pytest.raises(ValueError, match=NEGATIVE_POWER):
+        graph.numpy()
+
+
+def test_non_negative_integer_exponent_still_computes(device: str) -> None:
+    with hm.device(device):
+        out = ((hm.asarray(BASE) * 1) ** hm.arange(0, 4)).numpy()
+    np.testing.assert_array_equal(out, np.power(BASE, np.arange(4)))
