@@ -131,6 +131,7 @@ class OpenCLDevice(Device):
         self.context = cl.Context([cl_device])
         self.queue = cl.CommandQueue(self.context)  # in-order: launches need no events
         self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
+        self.candidate = candidate
         self.driver = candidate.driver if candidate is not None else cl_device.platform.version
         self.verdict = verdict
         self.degraded: list[str] = []  # features switched off after a crash at run time

@@ -35,9 +35,10 @@ def _device(ref: tuple[int, int, str]) -> tuple[Any, Any, Any]:
     return _contexts[key]
 
 
-def _inject(fault: str | None) -> None:
-    """Test hooks: make this job crash, hang, or (``nokernels``) build an empty program."""
-    if fault == "abort":
+def _inject(fault: str | None, vector: bool = False) -> None:
+    """Test hooks: make this job crash, hang, or (``nokernels``) build an empty program;
+    ``abort-vector`` crashes only vector kernels."""
+    if fault == "abort" or (fault == "abort-vector" and vector):
         os.abort()
     if fault == "hang":
         time.sleep(3600)
@@ -86,7 +87,7 @@ def opencl_launch(ref: tuple[int, int, str], source: str, options: str, name: st
     (PoCL compiles machine code per work-group size at a kernel's first launch)."""
     _, ctx, queue = _device(ref)
     program = _program(ref, source, options, None)
-    _inject(fault)
+    _inject(fault, vector=name.endswith("_vec"))
     knl = getattr(program, name)
     values = [_argument(ctx, queue, d) for d in args]
     knl(queue, global_size, local_size, *values, global_offset=global_offset)

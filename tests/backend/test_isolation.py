@@ -1,0 +1,160 @@
+"""Native crashes stay in the isolated build worker: fault injection on every OpenCL device.
+
+The worker's test hooks (``HERMES_TEST_BUILD_FAULT``, ``HERMES_TEST_LAUNCH_FAULT``) make a
+build or first launch abort, hang or give a program without kernels. Each time the calling
+process survives, the error names the kernel and the device, and results stay right.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hermes_nb as hm
+from hermes_nb.devices.opencl import OpenCLDevice, hidden_devices
+from hermes_nb.errors import KernelBuildError, KernelCrashError
+from hermes_nb.ir.node import OpSpec
+
+OPENCL = [d for d in hm.devices() if d.kind == "opencl"]
+pytestmark = [
+    pytest.mark.opencl,
+    pytest.mark.skipif(not OPENCL, reason="needs an OpenCL device (pyopencl and a driver such as PoCL)"),
+]
+
+
+@pytest.fixture(params=OPENCL, ids=[d.id for d in OPENCL])
+def cl_dev(request):
+    return request.param
+
+
+def fresh(dev: OpenCLDevice) -> OpenCLDevice:
+    """A new device object on the same hardware (its own caches and feature switches)."""
+    return OpenCLDevice(90 + dev.index, dev.cl_device, dev.candidate, dev.verdict)
+
+
+def unique_source() -> str:
+    """A program no earlier run has built (so it goes through the worker)."""
+    tag = uuid.uuid4().hex[:12]
+    return f"__kernel void k(__global float *x) {{ x[get_global_id(0)] *= 2.0f; }} // {tag}\n"
+
+
+def test_build_that_aborts_is_an_error_naming_kernel_device_and_signal(cl_dev, monkeypatch):
+    monkeypatch.setenv("HERMES_TEST_BUILD_FAULT", "abort")
+    source = unique_source()
+    expected = r"kernel 'k'.*crashed the driver \(SIGABRT\)"
+    # the first crash may be a damaged cache entry: the cache is emptied and the build retried
+    with pytest.raises(KernelCrashError, match=expected) as info, \
+            pytest.warns(RuntimeWarning, match="emptied"):
+        fresh(cl_dev).programs.kernel(source, "k")
+    assert "opencl:" in str(info.value) and source not in str(info.value)
+    assert Path(info.value.source_path).read_text() == source
+    monkeypatch.delenv("HERMES_TEST_BUILD_FAULT")
+    x = np.arange(8, dtype=np.float32)
+    dev = fresh(cl_dev)
+    buf = dev.from_host(x)
+    dev.programs.kernel(source, "k")(dev.queue, (8,), (8,), buf.data)
+    np.testing.assert_array_equal(dev.to_host(buf), 2 * x)  # the worker restarted, all fine
+
+
+def test_build_that_hangs_times_out(cl_dev, monkeypatch):
+    monkeypatch.setenv("HERMES_TEST_BUILD_FAULT", "hang")
+    monkeypatch.setenv("HERMES_BUILD_TIMEOUT", "2")
+    with pytest.raises(KernelCrashError, match=r"kernel 'k'.*timed out"):
+        fresh(cl_dev).programs.kernel(unique_source(), "k")
+
+
+def test_program_without_the_kernel_is_a_build_error(cl_dev, monkeypatch):
+    monkeypatch.setenv("HERMES_TEST_BUILD_FAULT", "nokernels")
+    with pytest.raises(KernelBuildError, match=r"without kernel 'k'") as info:
+        fresh(cl_dev).programs.kernel(unique_source(), "k")
+    assert not isinstance(info.value, KernelCrashError)
+
+
+def test_vector_kernel_that_crashes_is_retried_scalar(cl_dev, monkeypatch):
+    dev = fresh(cl_dev)
+    if not dev._vector_width["float32"]:
+        pytest.skip(f"{cl_dev.id} runs float32 kernels without vectors already")
+    monkeypatch.setenv("HERMES_TEST_LAUNCH_FAULT", "abort-vector")
+    scale = float(np.float32(1 + uuid.uuid4().int % 1000 / 7919))  # a program new to the caches
+    x = np.linspace(-2, 2, 4096, dtype=np.float32)
+    spec = OpSpec("multiply", (4096,), np.dtype(np.float32), ((4096,), ()),
+                  (np.dtype(np.float32), np.dtype(np.float32)), {}, dev.id)
+    with pytest.warns(RuntimeWarning, match="crashed the driver|emptied"):
+        out = dev.execute(spec, [dev.from_host(x), dev.from_host(np.float32(scale))])
+    np.testing.assert_allclose(dev.to_host(out), x * np.float32(scale), rtol=1e-6)
+    assert dev._vector_width["float32"] == 0
+    assert dev.degraded and "vector width" in dev.degraded[0]
+    assert "degraded" in dev.info()
+
+
+def test_damaged_driver_cache_entry_is_dropped_and_rebuilt(cl_dev):
+    dev = fresh(cl_dev)
+    source = unique_source()
+    dev.programs.kernel(source, "k")
+    guard = dev.programs._guard
+    markers = sorted(guard._markers.glob("*.json"), key=lambda p: p.stat().st_mtime)
+    files = {}
+    for marker in markers[-2:]:
+        files.update(json.loads(marker.read_text()))
+    if not files:
+        pytest.skip(f"{cl_dev.id}'s driver keeps no disk cache here")
+    for relative in files:
+        (guard.driver_cache / relative).write_bytes(b"garbage")
+    again = fresh(cl_dev)  # as a new process would: nothing verified in memory
+    with pytest.warns(RuntimeWarning, match="damaged driver cache entry"):
+        knl = again.programs.kernel(source, "k")
+    x = np.ones(16, np.float32)
+    buf = again.from_host(x)
+    knl(again.queue, (16,), (16,), buf.data)
+    np.testing.assert_array_equal(again.to_host(buf), 2 * x)
+
+
+def _run_child(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], env={**os.environ, **env},
+                          capture_output=True, text=True, timeout=240)
+
+
+CHILD = """
+import numpy as np, hermes_nb as hm
+x = np.linspace(0, 1, 5000, dtype=np.float32)
+with hm.device("{dev}"):
+    y = hm.sqrt(hm.asarray(x) * 3.0 + 1.0).numpy()
+assert np.allclose(y, np.sqrt(x * 3 + 1), rtol=1e-6)
+print("ok")
+"""
+
+
+def test_garbage_in_every_driver_cache_file_heals_in_a_new_process(cl_dev, tmp_path):
+    env = {"HERMES_NB_CACHE_DIR": str(tmp_path), "HERMES_OPENCL_ALL_DRIVERS": "1"}
+    env.pop("POCL_CACHE_DIR", None)
+    first = _run_child(CHILD.format(dev=cl_dev.id), env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    pocl = tmp_path / "pocl"
+    damaged = 0
+    for path in pocl.rglob("*"):
+        if path.is_file() and path.name != ".hermes-owned" and "hermes-verified" not in path.parts:
+            path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # half-written
+            damaged += 1
+    second = _run_child(CHILD.format(dev=cl_dev.id), {**env, "PYTHONWARNINGS": "default"})
+    assert second.returncode == 0, f"rc={second.returncode}\n{second.stderr[-2000:]}"
+    assert second.stdout.strip().endswith("ok")
+    if damaged:
+        assert "damaged driver cache entry" in second.stderr or "emptied" in second.stderr
+
+
+def test_every_driver_is_used_or_left_out_with_a_reason():
+    import pyopencl as cl
+
+    seen = sum(len(p.get_devices()) for p in cl.get_platforms())
+    assert len(OPENCL) + len(hidden_devices()) == seen
+    assert all(h.reason for h in hidden_devices())
+    for dev in OPENCL:
+        assert dev.verdict is not None and dev.verdict.healthy
+        assert dev.info()["selftest"].startswith("passed")
