@@ -117,7 +117,7 @@ class OpenCLDevice(Device):
         import pyopencl as cl
         import pyopencl.tools as cl_tools
 
-        from hermes_nb.devices import opencl_drivers, opencl_guard
+        from hermes_nb.devices import isolation, opencl_drivers, opencl_guard
 
         fp64 = bool(getattr(cl_device, "double_fp_config", 0)) or ("cl_khr_fp64" in cl_device.extensions)
         super().__init__(
@@ -136,7 +136,7 @@ class OpenCLDevice(Device):
         self.verdict = verdict
         self.degraded: list[str] = []  # features switched off after a crash at run time
         guard = None
-        if candidate is not None:
+        if candidate is not None and isolation.enabled():
             guard = opencl_guard.Guard(candidate.ref, opencl_drivers.fingerprint(candidate),
                                        opencl_drivers.configure_driver_cache(), f"opencl:{index}")
         self.programs = src.ProgramCache(self.context, guard)
