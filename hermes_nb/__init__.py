@@ -72,6 +72,7 @@ from hermes_nb.manipulation import (
 from hermes_nb.plan import Plan
 from hermes_nb.reductions import argmax, argmin, max, mean, min, prod, std, sum, var
 from hermes_nb.runtime import compute
+from hermes_nb.runtime import fork as _fork  # noqa: F401  (its at-fork handler)
 from hermes_nb.runtime.monitor import LoadSampler, load
 from hermes_nb.tensor import Tensor
 

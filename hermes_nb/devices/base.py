@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -11,9 +12,17 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from hermes_nb.devices.load import LoadCounters, LoadSnapshot
+from hermes_nb.errors import DeviceError
 from hermes_nb.ir.node import OpSpec
 
 T = TypeVar("T")
+
+_live: weakref.WeakSet[Device] = weakref.WeakSet()
+
+
+def live_devices() -> list[Device]:
+    """Every ``Device`` object this process has made and still holds."""
+    return list(_live)
 
 
 class Device(ABC):
@@ -43,6 +52,29 @@ class Device(ABC):
         #: runs on the host's CPU cores (cpu:0, OpenCL CPU devices): two such devices add
         #: no throughput together, so co-execution never splits a kernel between them
         self.shares_host_cores = False
+        #: why this device cannot run work in this process (set in a forked child), or None
+        self.unusable_reason: str | None = None
+        _live.add(self)
+
+    @property
+    def survives_fork(self) -> bool:
+        """Whether a forked child can keep using this device: only the host (``cpu``) can;
+        a driver's context (OpenCL, CUDA) does not survive ``os.fork()``."""
+        return self.kind == "cpu"
+
+    def after_fork_in_child(self) -> None:
+        """Forget the parent's worker thread, its lock and load figures; a device whose
+        driver context does not survive a fork is marked unusable."""
+        self._executor = None
+        self._executor_lock = threading.Lock()
+        self.counters = LoadCounters()
+        if not self.survives_fork:
+            self.unusable_reason = (
+                f"{self.id} ({self.name}) cannot be used in a process forked from one that "
+                f"used it: its {self.kind} context does not survive os.fork(); start worker "
+                "processes with the 'spawn' method (multiprocessing.get_context('spawn')), "
+                "or use cpu:0 in the child"
+            )
 
     @property
     def id(self) -> str:
@@ -73,6 +105,8 @@ class Device(ABC):
     def submit(self, fn: Callable[..., T], *args: Any, estimate_s: float = 0.0) -> Future[T]:
         """Run ``fn(*args)`` on this device's worker thread; ``estimate_s`` feeds the load
         figures (expected time until the device is free)."""
+        if self.unusable_reason is not None:
+            raise DeviceError(self.unusable_reason, device=self.id)
         with self._executor_lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"hermes-{self.id}")
