@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import math
 import os
 import sqlite3
 import threading
@@ -133,6 +134,7 @@ class HistoryStore:
         self._retry_at = 0.0  # while bypassed: when to try the database again
         self._dropped = 0
         self._quiet = False  # set after a bypass warning, until the database works again
+        self._warned_tables: set[str] = set()
         self._open()
         _live_stores.add(self)
 
@@ -336,7 +338,7 @@ class HistoryStore:
             pending = [r for r in self._pending
                        if (signature is None or r.signature == signature)
                        and (device is None or r.device == device)]
-        return [Run(*row) for row in rows] + pending
+        return [Run(*row) for row in self._checked(rows, _valid_run, "runs")] + pending
 
     def links(self) -> list[LinkRecord]:
         """Every stored link measurement."""
@@ -347,7 +349,17 @@ class HistoryStore:
                 rows = self._conn.execute(
                     "SELECT device, h2d_latency_s, h2d_bytes_per_s, d2h_latency_s, d2h_bytes_per_s FROM links"
                 ).fetchall()
-        return [LinkRecord(*row) for row in rows]
+        return [LinkRecord(*row) for row in self._checked(rows, _valid_link, "links")]
+
+    def _checked(self, rows: list[Any], valid: Any, table: str) -> list[Any]:
+        """Rows whose values make sense; the others (text or blobs in numeric columns, zero
+        or negative bandwidths and times) are skipped, with one warning naming the file."""
+        good = [r for r in rows if valid(r)]
+        if len(good) < len(rows) and table not in self._warned_tables:
+            self._warned_tables.add(table)
+            warnings.warn(f"hermes: performance database {self.path}: ignored {len(rows) - len(good)} "
+                          f"invalid row(s) of table {table}", PerfStoreWarning, stacklevel=3)
+        return good
 
     def count(self) -> int:
         """Runs stored in the database (pending ones not included)."""
@@ -380,8 +392,27 @@ class HistoryStore:
 
 
 def _is_lock_error(exc: BaseException) -> bool:
+    """Locked, busy or read-only: the file is fine, only not writable now (bypass it)."""
     text = str(exc).lower()
-    return "locked" in text or "busy" in text
+    return "locked" in text or "busy" in text or "readonly" in text or "read-only" in text
+
+
+def _number(value: Any, *, positive: bool = False) -> bool:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return ok and (value > 0 if positive else value >= 0)
+
+
+def _valid_run(row: Sequence[Any]) -> bool:
+    signature, device, size_key, nbytes, flops, seconds, moved, _ = row
+    texts = all(isinstance(v, str) for v in (signature, device, size_key))
+    return texts and _number(nbytes) and _number(flops) and _number(seconds, positive=True) \
+        and _number(moved)
+
+
+def _valid_link(row: Sequence[Any]) -> bool:
+    device, h2d_lat, h2d_bw, d2h_lat, d2h_bw = row
+    return isinstance(device, str) and _number(h2d_lat) and _number(d2h_lat) \
+        and _number(h2d_bw, positive=True) and _number(d2h_bw, positive=True)
 
 
 _live_stores: weakref.WeakSet[HistoryStore] = weakref.WeakSet()
