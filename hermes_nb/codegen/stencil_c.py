@@ -149,6 +149,12 @@ def _render(stencil: StencilProgram, cfg: StencilConfig, d: Dialect) -> str:
     lx, ly = ("0", "0") if cfg.wx == cfg.wy == 1 else ("lx", "ly")
     w = _Writer()
 
+    def barrier() -> None:
+        # A group of one work-item shares its tiles with no one: no barrier needed, and
+        # PoCL's compile time doubles with each barrier a single-item group holds.
+        if cfg.wx * cfg.wy > 1:
+            w(d.barrier)
+
     def tile_loop(t: Tile, vector: bool = True) -> None:
         step = V if vector else 1
         start_c = f"{lx} * {step}" if lx != "0" and step > 1 else lx
@@ -195,7 +201,7 @@ def _render(stencil: StencilProgram, cfg: StencilConfig, d: Dialect) -> str:
           f"src[my{k} * W + mx{k}];")
     end_loop()
     w.close()
-    w(d.barrier)
+    barrier()
 
     # ---- tile stages ----------------------------------------------------------------------
     for s, stage in enumerate(stencil.stages):
@@ -219,7 +225,7 @@ def _render(stencil: StencilProgram, cfg: StencilConfig, d: Dialect) -> str:
                 w(store(_weight_terms(list(col), reads, dts[u], vt(u), d),
                         f"s{s} + r * {ts.cols} + c"))
                 end_loop()
-                w(d.barrier)
+                barrier()
                 w(f"// stage {s}: rows")
                 tile_loop(tu)
                 dxs = ts.left - tu.left - rx
@@ -251,7 +257,7 @@ def _render(stencil: StencilProgram, cfg: StencilConfig, d: Dialect) -> str:
             fn = f"hp{s}_vec" if V > 1 else f"hp{s}"
             w(store(f"{fn}({', '.join(args)})", f"{buf(u, lay.modes[u][0])} + r * {tu.cols} + c"))
             end_loop()
-        w(d.barrier)
+        barrier()
         modes = lay.modes[u]
         if len(modes) > 1:  # one copy per further border mode its readers use
             tile_loop(tu)
@@ -260,7 +266,7 @@ def _render(stencil: StencilProgram, cfg: StencilConfig, d: Dialect) -> str:
             for k in range(1, len(modes)):
                 w(store("x", f"t{u}_{k} + r * {tu.cols} + c"))
             end_loop()
-            w(d.barrier)
+            barrier()
         if modes != [None]:
             # Border handling on the intermediate's own index space: out-of-image entries
             # take the in-image entry their reader's border mode maps them to.
@@ -280,7 +286,7 @@ def _render(stencil: StencilProgram, cfg: StencilConfig, d: Dialect) -> str:
                   f"hb_clamp(mx{k}, xlo, xhi) - (x0 - {tu.left})];")
             end_loop()
             w.close()
-            w(d.barrier)
+            barrier()
 
     # ---- register stages and the result ---------------------------------------------------
     w("// per output pixel (V adjacent ones per work-item): the last stages and the store")
@@ -353,7 +359,7 @@ def _render(stencil: StencilProgram, cfg: StencilConfig, d: Dialect) -> str:
         w(f"dst[oy * W + ox] = {res};")
     w.close()
     w.close()
-    w(d.barrier)  # the next batch image overwrites the tiles
+    barrier()  # the next batch image overwrites the tiles
     w.close()
 
     # ---- assemble -------------------------------------------------------------------------

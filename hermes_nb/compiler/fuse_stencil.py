@@ -6,6 +6,11 @@ non-literal node from outside (the image; 0-d literals become program constants)
 whose members other than the last are read only inside the group and are not
 requested outputs, and that holds at least one ``conv2d``. It becomes
 ``Node("fused_stencil", (image,), ...)`` with a :class:`StencilProgram`.
+
+A group whose estimated build cost (:func:`stage_cost` summed along its deepest chain)
+exceeds ``STENCIL_BUDGET`` is cut into several kernels at nodes every path to the root
+goes through: code generators compile one kernel's stages into one function, whose
+compile time grows faster than its stages.
 """
 
 from __future__ import annotations
@@ -19,6 +24,19 @@ from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import Kind, kind_of
 
 _DTYPES = frozenset({"bool", "int32", "int64", "float32", "float64"})
+
+# Build cost units per fused stencil kernel: five 3x3 blur + axpy stages (50 each) fit,
+# a 5x5 blur and a Sobel magnitude (~165) too.
+STENCIL_BUDGET = 256
+
+
+def stage_cost(node: Node) -> int:
+    """Estimated build cost of one member: a convolution costs a fixed part plus its taps'
+    reach, an elementwise op one unit."""
+    if node.op == "conv2d":
+        weights = node.attrs["weights"]
+        return 24 + 4 * (len(weights) + len(weights[0]))
+    return 1
 
 
 def _candidate(node: Node) -> bool:
@@ -37,11 +55,12 @@ def _candidate(node: Node) -> bool:
     return "fused_stencil" in get_device(node.device or "cpu:0").fused_ops
 
 
-def _groups(outputs: list[Node], excluded: set[int]) -> dict[int, Node]:
-    """Node id -> root (last node) of its would-be group, for candidate nodes."""
+def _groups(outputs: list[Node], excluded: set[int], cuts: set[int]) -> dict[int, Node]:
+    """Node id -> root (last node) of its would-be group, for candidate nodes (a node in
+    ``cuts`` ends its group, as a requested output does)."""
     order = toposort(outputs)
     readers = users(outputs)
-    requested = {id(o) for o in outputs}
+    requested = {id(o) for o in outputs} | cuts
     member = {id(n) for n in order if id(n) not in excluded and _candidate(n)}
 
     def linked(node: Node, i: Node) -> bool:
@@ -134,10 +153,67 @@ def _stencil(root: Node, members: set[int], image: Node) -> StencilProgram:
     return StencilProgram(tuple(dtypes), tuple(stages))
 
 
+def _path_costs(order: list[Node], members: set[int], start: int | None = None
+                ) -> dict[int, int]:
+    """Cost of the deepest chain of members ending at each member (``start`` costs 0)."""
+    cost: dict[int, int] = {}
+    for n in order:
+        if id(n) == start:
+            cost[id(n)] = 0
+        elif id(n) in members:
+            cost[id(n)] = max((cost.get(id(i), 0) for i in n.inputs), default=0) + stage_cost(n)
+    return cost
+
+
+def _below(root: Node, members: set[int], cut: Node) -> set[int] | None:
+    """The members computed from ``cut`` on the way to ``root``, or None if some member
+    there reads another node from outside (``cut`` would not be the lower part's one image)."""
+    seen = {id(root)}
+    todo = [root]
+    while todo:
+        n = todo.pop()
+        for i in n.inputs:
+            if i is cut or _literal(i) or id(i) in seen:
+                continue
+            if id(i) not in members:
+                return None
+            seen.add(id(i))
+            todo.append(i)
+    return seen
+
+
+_CUT_TRIES = 64  # candidate cut nodes tried per kernel, so a wide graph stays linear
+
+
+def _cuts(root: Node, members: set[int]) -> list[Node]:
+    """Nodes at which to cut the group of ``root`` so that each part stays within
+    ``STENCIL_BUDGET``: each the latest node within budget that dominates the rest."""
+    order = [n for n in toposort([root]) if id(n) in members]
+    cuts: list[Node] = []
+    start: Node | None = None
+    while True:
+        cost = _path_costs(order, members, None if start is None else id(start))
+        if cost[id(root)] <= STENCIL_BUDGET:
+            return cuts
+        within = [n for n in order if n is not root and n is not start
+                  and id(n) in cost and cost[id(n)] <= STENCIL_BUDGET]
+        for cut in reversed(within[-_CUT_TRIES:]):
+            below = _below(root, members, cut)
+            if below is not None:
+                break
+        else:
+            return cuts  # no single node separates the parts: keep one kernel
+        cuts.append(cut)
+        members = below
+        order = [n for n in order if id(n) in members or n is cut]
+        start = cut
+
+
 def fuse_stencils(outputs: list[Node]) -> list[Node]:
     excluded: set[int] = set()
+    cuts: set[int] = set()
     while True:
-        root_of = _groups(outputs, excluded)
+        root_of = _groups(outputs, excluded, cuts)
         members: dict[int, set[int]] = {}
         roots: dict[int, Node] = {}
         for node_id, root in root_of.items():
@@ -154,6 +230,11 @@ def fuse_stencils(outputs: list[Node]) -> list[Node]:
                 # a group can still end up with two images (e.g. sobel(b) + a with b
                 # requested): peel its root off and group again
                 excluded.add(rid)
+                retry = True
+                continue
+            split = _cuts(roots[rid], group)
+            if split:
+                cuts.update(id(n) for n in split)  # group again with these as group ends
                 retry = True
                 continue
             plans[rid] = (group, ext[0])
