@@ -19,7 +19,10 @@ Variants (never specialised on sizes, so at most ``2**n_inputs`` per kind):
 
 ``("flat", classes)``: the output and the inputs collapse to one dimension; each
     input is ``"f"`` (full size, read at ``i``) or ``"s"`` (one element, read once).
-    One ``prange`` loop over the elements, which LLVM vectorises.
+    One ``prange`` loop over the elements, which LLVM vectorises. Programs of more
+    than ``PARALLEL_MAX_INSTRS`` instructions compile serial (Numba's parallel pass
+    would dominate their compile time) and ``launch`` runs them over slices on a few
+    threads; their ``nd`` variant runs on one thread.
     Call: ``kernel(out0, ..., in0, ...)``, all 1-D.
 ``("nd", classes)``: after dropping size-1 dimensions and merging dimensions that
     every operand walks contiguously, there are ``k >= 2`` dimensions; each input
@@ -43,9 +46,13 @@ Kernels are cached in memory per ``(program.signature, variant)`` and on disk
 from __future__ import annotations
 
 import functools
+import os
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numba
 import numpy as np
 from numba.core import types
 
@@ -58,13 +65,19 @@ from hermes_nb.codegen.numba_support import (
 )
 from hermes_nb.compiler.program import Program
 
-__all__ = ["compile_elementwise", "launch", "plan", "render", "run_elementwise", "supports"]
+__all__ = ["compile_elementwise", "launch", "plan", "render", "run_elementwise", "serial",
+           "supports"]
 
 Variant = tuple[str, tuple[str, ...]]
 
 # output elements per task of the nd kernels: big enough to amortise the per-task
 # index arithmetic, small enough to balance the threads
 _CHUNK = 16384
+# Numba's parfor pass costs more than the rest of a compile and grows faster than the
+# program: longer programs compile serial (``nogil``), and ``launch`` runs flat ones
+# over slices on a few threads.
+PARALLEL_MAX_INSTRS = 64
+_SLICE_MIN = 1 << 16  # elements per thread's slice at least
 
 
 # ---- helpers emitted into the generated source, per dtype ------------------------------
@@ -239,6 +252,9 @@ class _Emitter:
         if op in ("floor", "ceil", "round"):
             return {"floor": f"floor_({a})", "ceil": f"ceil_({a})", "round": f"rint_({a})"}[op] \
                 if is_float else a
+        if is_float and op in (*_ARITH, "negative") and all(d == dtype for d in in_dtypes):
+            # Numba keeps a float's type through + - * / and negation: no cast to type
+            return f"({self._numeric(op, args, arg_ids, src, is_float)})"
         return f"{T}({self._numeric(op, args, arg_ids, src, is_float)})"
 
     def _numeric(self, op: str, args: Sequence[str], arg_ids: Sequence[int], dtype: str,
@@ -331,7 +347,8 @@ def render(program: Program, variant: Variant) -> str:
                           [f"program: {program.signature}", f"variant: {variant!r}"])
     lines += [f"C{j} = {_literal(v, d)}" for j, (v, d) in enumerate(program.consts)]
     lines += [src.rstrip() + "\n" for src in emitter.helpers.values()]
-    lines.append('\n@njit(parallel=True, cache=True, nogil=True, error_model="numpy")')
+    parallel = "parallel=True, " if not serial(program) else ""
+    lines.append(f'\n@njit({parallel}cache=True, nogil=True, error_model="numpy")')
     if kind == "flat":
         lines.append(f"def kernel({', '.join(outs + ins)}):")
         body = [f"    v{m} = in{m}[0]" for m, c in enumerate(classes) if c == "s"]
@@ -399,6 +416,11 @@ def render(program: Program, variant: Variant) -> str:
             "                d -= 1",
         ]
     return "\n".join(lines + body) + "\n"
+
+
+def serial(program: Program) -> bool:
+    """Whether ``program``'s kernels are compiled without Numba's ``parallel=True``."""
+    return len(program.instrs) > PARALLEL_MAX_INSTRS
 
 
 def supports(program: Program) -> bool:
@@ -507,7 +529,52 @@ def launch(program: Program, inputs: Sequence[np.ndarray], outputs: Sequence[np.
     kernel = _KERNELS.get((signature, variant)) or compile_elementwise(program, variant)
     # numba's array types are C-contiguous and aligned; copy the rare other inputs
     flat_ins = [(np.ascontiguousarray(x) if x.flags.aligned else x.copy()).reshape(-1) for x in inputs]
-    kernel(*[o.reshape(-1) for o in outputs], *extra, *flat_ins)
+    flat_outs = [o.reshape(-1) for o in outputs]
+    if variant[0] == "flat" and serial(program):
+        _sliced(kernel, variant[1], flat_outs, flat_ins)
+        return
+    kernel(*flat_outs, *extra, *flat_ins)
+
+
+_POOL_LOCK = threading.Lock()
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max(1, numba.get_num_threads() - 1),
+                                       thread_name_prefix="hermes-elementwise")
+        return _POOL
+
+
+def _forget_pool() -> None:
+    global _POOL
+    _POOL = None  # a forked child has none of the parent's threads
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _sliced(kernel: Any, classes: tuple[str, ...], outs: list[np.ndarray],
+            ins: list[np.ndarray]) -> None:
+    """A serial flat kernel over consecutive slices, on the caller and the pool's threads."""
+    n = outs[0].shape[0]
+    parts = max(1, min(numba.get_num_threads(), n // _SLICE_MIN))
+    bounds = [n * k // parts for k in range(parts + 1)]
+
+    def part(k: int) -> None:
+        lo, hi = bounds[k], bounds[k + 1]
+        kernel(*(o[lo:hi] for o in outs),
+               *(x if c == "s" else x[lo:hi] for x, c in zip(ins, classes)))
+
+    futures = [_pool().submit(part, k) for k in range(1, parts)]
+    try:
+        part(0)
+    finally:
+        for f in futures:
+            f.result()
 
 
 def run_elementwise(program: Program, inputs: Sequence[np.ndarray], out_shape: Sequence[int],

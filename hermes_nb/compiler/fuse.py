@@ -2,7 +2,9 @@
 ``fused_elementwise`` node holding a :class:`Program`.
 
 A node joins its readers' kernel when every reader is in that kernel, it is not a
-requested output, and it runs on the same device. Scalar constants become literals.
+requested output, and it runs on the same device, and while the kernel holds fewer than
+``ELEMENTWISE_BUDGET`` ops (a compiler's time grows faster than the function it compiles,
+so a longer chain becomes several kernels). Scalar constants become literals.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ def _elementwise(node: Node) -> bool:
     return "fused_elementwise" in get_device(node.device or "cpu:0").fused_ops
 
 
+ELEMENTWISE_BUDGET = 512  # ops per fused elementwise kernel
+
+
 def _literal(node: Node) -> bool:
     return node.op == "constant" and node.ndim == 0
 
@@ -33,10 +38,12 @@ def _groups(outputs: list[Node]) -> dict[int, int]:
     readers = users(outputs)
     requested = {id(o) for o in outputs}
     root_of: dict[int, int] = {}
+    size: dict[int, int] = {}  # root id -> ops its kernel holds
     for node in reversed(toposort(outputs)):
         if not _elementwise(node):
             continue
         root_of[id(node)] = id(node)
+        size[id(node)] = 1
         reading = readers.get(id(node), [])
         if id(node) in requested or not reading:
             continue
@@ -46,7 +53,11 @@ def _groups(outputs: list[Node]) -> dict[int, int]:
         # recomputing a transcendental per broadcast element costs more than a store
         if node.op in FLOAT_FUNCTIONS and any(r.size != node.size for r in reading):
             continue
-        root_of[id(node)] = roots.pop()  # type: ignore[assignment]
+        root = roots.pop()
+        if size[root] >= ELEMENTWISE_BUDGET:  # type: ignore[index]
+            continue
+        size[root] += 1  # type: ignore[index]
+        root_of[id(node)] = root  # type: ignore[assignment]
     return root_of
 
 
