@@ -137,8 +137,7 @@ class Guard:
         key = _digest("launch", source, name, variant)
         if not isolation.enabled() or self.verified(key):
             return
-        small = tuple(min(g, loc) for g, loc in zip(global_size, local)) if local else \
-            tuple(min(g, 64) for g in global_size)
+        small = _probe_grid(tuple(global_size), local)
         descs = [describe(a, queue) for a in args]
         with self._lock:
             since = time.time()
@@ -189,6 +188,24 @@ class Guard:
                     shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
         else:
             shutil.rmtree(self._markers, ignore_errors=True)
+
+
+# PoCL specialises a kernel's machine code on its local size, on a zero global offset and on
+# a "small grid" (every global dimension below 2**16), and caches each variant apart: the
+# probe launch keeps all three, with as few work-groups as that allows.
+_SMALL_GRID = 1 << 16
+
+
+def _probe_grid(global_size: tuple[int, ...], local: tuple[int, ...] | None) -> tuple[int, ...]:
+    """A global size with the real one's specialisation class and few work-groups."""
+    group = local or (1,) * len(global_size)
+    out = []
+    for g, loc in zip(global_size, group):
+        if g < _SMALL_GRID:
+            out.append(min(g, loc) if local else min(g, 64))
+        else:
+            out.append(-(-_SMALL_GRID // loc) * loc)
+    return tuple(out)
 
 
 def _short_log(text: str, limit: int = 1500) -> str:
