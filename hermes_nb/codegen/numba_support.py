@@ -16,13 +16,14 @@ fork-safe after first use, so use ``spawn``/``forkserver`` for worker processes)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
 import os
 import sys
-import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-from hermes_nb.cache import cache_dir as hermes_cache_dir
+from hermes_nb.cache import private_dir, temporary_private_dir
 
 
 def _choose_threading_layer() -> str:
@@ -127,24 +128,111 @@ def module_header(generator: str, codegen: str, notes: Sequence[str], *,
     ]
 
 
-class KernelCache:
-    """Compiled kernels by key, each built once even when several threads ask at once."""
+KERNEL_CACHE_SIZE = 256  # compiled kernels each KernelCache keeps in memory
+DISK_CACHE_BYTES = 512 << 20  # generated modules and Numba's cache files, in all
+DISK_CACHE_ENTRIES = 2048  # generated modules kept on disk
 
-    def __init__(self) -> None:
-        self._kernels: dict[Any, Any] = {}
+
+class KernelCache:
+    """Compiled kernels by key, each built once even when several threads ask at once;
+    at most ``capacity`` of them, the least recently used dropped first (with its
+    generated module, so that nothing else keeps it alive)."""
+
+    def __init__(self, capacity: int | None = None) -> None:
+        self.capacity = KERNEL_CACHE_SIZE if capacity is None else capacity
+        self._kernels: OrderedDict[Any, Any] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Any) -> Any:
-        return self._kernels.get(key)
+    def __len__(self) -> int:
+        return len(self._kernels)
 
-    def get_or_build(self, key: Any, build: Callable[[], Any]) -> Any:
+    def get(self, key: Any) -> Any:
         kernel = self._kernels.get(key)  # the common case takes no lock
+        if kernel is not None:
+            with contextlib.suppress(KeyError):  # dropped by another thread meanwhile
+                self._kernels.move_to_end(key)
+        return kernel
+
+    def get_or_build(self, key: Any, build: Callable[[], Any], what: str = "kernel") -> Any:
+        """The kernel of ``key``, built by ``build()`` on a miss (``what`` names it in
+        the progress log of a long build)."""
+        kernel = self.get(key)
         if kernel is None:
             with self._lock:
                 kernel = self._kernels.get(key)
                 if kernel is None:
-                    kernel = self._kernels[key] = build()
+                    from hermes_nb.compiler.progress import building
+
+                    with building(what):
+                        kernel = build()
+                    self._kernels[key] = kernel
+                    self._evict()
         return kernel
+
+    def _evict(self) -> None:
+        while len(self._kernels) > max(self.capacity, 1):
+            _, old = self._kernels.popitem(last=False)
+            name = getattr(getattr(old, "py_func", None), "__module__", "")
+            if name.startswith("hermes_nb_numba_"):
+                sys.modules.pop(name, None)
+
+
+def _entries(directory: Path) -> dict[str, list[Path]]:
+    """Generated module stem -> its files: the module and what was cached from it."""
+    groups: dict[str, list[Path]] = {}
+    for folder in (directory, directory / "__pycache__"):
+        try:
+            listing = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in listing:
+            stem = entry.name.split(".", 1)[0]
+            if stem.startswith("k_") and entry.is_file(follow_symlinks=False):
+                groups.setdefault(stem, []).append(Path(entry.path))
+    return groups
+
+
+def trim_disk_cache(directory: Path, max_bytes: int | None = None,
+                    max_entries: int | None = None, keep: frozenset[str] = frozenset()) -> int:
+    """Remove the least recently used generated modules (and their cache files) in
+    ``directory`` until at most ``max_entries`` and ``max_bytes`` remain; stems in
+    ``keep`` stay. Recency: the newest mtime among an entry's files. Returns how many
+    entries went."""
+    max_bytes = DISK_CACHE_BYTES if max_bytes is None else max_bytes
+    max_entries = DISK_CACHE_ENTRIES if max_entries is None else max_entries
+    sized: list[tuple[float, int, str, list[Path]]] = []
+    for stem, files in _entries(directory).items():
+        stats = []
+        for f in files:
+            try:
+                stats.append(f.stat())
+            except OSError:
+                continue
+        sized.append((max((st.st_mtime for st in stats), default=0.0),
+                      sum(st.st_size for st in stats), stem, files))
+    total = sum(size for _, size, _, _ in sized)
+    count = len(sized)
+    removed = 0
+    for _, size, stem, files in sorted(sized):
+        if total <= max_bytes and count <= max_entries:
+            break
+        if stem in keep:
+            continue
+        for f in files:
+            with contextlib.suppress(OSError):
+                f.unlink()
+        total -= size
+        count -= 1
+        removed += 1
+    return removed
+
+
+def _mark_used(path: Path) -> None:
+    """Make a loaded module the most recently used entry. Only its cache files are
+    touched: Numba keys its cache on the module's own mtime."""
+    for f in (path.parent / "__pycache__").glob(f"{path.stem}.*"):
+        with contextlib.suppress(OSError):
+            os.utime(f)
 
 
 def numba_array(dtype: str, readonly: bool) -> Any:
@@ -154,18 +242,19 @@ def numba_array(dtype: str, readonly: bool) -> Any:
 
 # ---- on-disk modules and the in-memory cache -------------------------------------------
 def cache_dir() -> Path:
-    """Where generated kernel modules (and Numba's caches, in __pycache__) live."""
-    return hermes_cache_dir("numba")
+    """Where generated kernel modules (and Numba's caches, in __pycache__) live: a private
+    folder (``hermes_nb.cache.private_dir``), never one another user could plant code in."""
+    return private_dir("numba")
 
 
 def _write_module(source: str, digest: str) -> Path:
-    for directory in (cache_dir(), Path(tempfile.gettempdir()) / f"hermes_nb-numba-{os.getuid()}"):
+    # the cache folder, else (full or unwritable) this process's own temporary folder
+    for directory in (cache_dir(), temporary_private_dir("numba")):
         path = directory / f"k_{digest}.py"
         try:
             # rewriting an identical file would change its mtime and void Numba's cache
             if path.exists() and path.read_text() == source:
                 return path
-            directory.mkdir(parents=True, exist_ok=True)
             tmp = directory / f".k_{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
             tmp.write_text(source)
             os.replace(tmp, path)  # atomic: concurrent processes never see half a file
@@ -201,6 +290,8 @@ def build_kernel(source: str, prefix: str, signature: tuple[Any, ...]) -> Any:
             log=str(exc), source_path=str(path),
         ) from exc
     kernel.disable_compile()  # one machine-code version per variant, never per call
+    _mark_used(path)
+    trim_disk_cache(path.parent, keep=frozenset({path.stem}))
     return kernel
 
 
