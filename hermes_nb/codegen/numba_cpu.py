@@ -448,7 +448,8 @@ def compile_elementwise(program: Program, variant: Variant) -> Any:
                  types.Array(types.uint64, 2, "C", readonly=True)] if variant[0] == "nd" else []
         return build_kernel(render(program, variant), "", tuple(outs + extra + ins))
 
-    return _KERNELS.get_or_build((program.signature, variant), build)
+    return _KERNELS.get_or_build((program.signature, variant), build,
+                                 f"fused_elementwise kernel ({len(program.instrs)} ops) for cpu:0")
 
 
 def plan(out_shape: Sequence[int], in_shapes: Sequence[Sequence[int]]

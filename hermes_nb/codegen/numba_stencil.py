@@ -456,7 +456,8 @@ def compile_stencil(stencil: StencilProgram) -> Any:
         return build_kernel(render(stencil), "",
                             (out_t, img_t, types.int64, types.int64, types.int64, maps_t, maps_t))
 
-    return _KERNELS.get_or_build(stencil.signature, build)
+    return _KERNELS.get_or_build(stencil.signature, build,
+                                 f"fused_stencil kernel ({len(stencil.stages)} stages) for cpu:0")
 
 
 def layout_of(stencil: StencilProgram) -> tuple[tuple[str, ...], int]:
