@@ -20,6 +20,8 @@ reduced dimensions ``rshape`` with per-input element strides.
 Variants, each with one class per prologue input, ``"i"`` (stride 1 along the innermost
 dimension) or ``"o"`` (stride 0 along it; read once per inner loop):
 
+float32 sums accumulate in float64 and are rounded to float32 once, before the epilogue.
+
 ``("rows", classes)``: the innermost dimension is reduced. ``prange`` over the outputs;
     each walks its reduced elements with the innermost dimension as a contiguous inner
     loop, in blocks whose partial results LLVM vectorises (the kernel is compiled with
@@ -71,6 +73,12 @@ def _identity(op: str, dtype: str) -> str:
     return f"{_ctor(dtype)}({info.min if low else info.max})"
 
 
+def _work_dtype(op: str, dtype: str) -> str:
+    """The accumulator's dtype: float32 sums accumulate in float64 (as accurate as NumPy's
+    pairwise summation at any length, and cheap on a CPU); the result is rounded once."""
+    return "float64" if op == "sum" and dtype == "float32" else dtype
+
+
 def _combine(op: str, dtype: str, a: str, x: str) -> str:
     if dtype == "bool":
         return f"({a} | {x})" if op in ("sum", "max") else f"({a} & {x})"
@@ -112,6 +120,7 @@ def render(attrs: dict[str, Any], variant: Variant) -> str:
     prologue: Program = attrs["prologue"]
     epilogue: Program | None = attrs["epilogue"]
     op, acc_t = attrs["reduce"], attrs["reduce_dtype"]
+    work_t = _work_dtype(op, acc_t)
     n_in = prologue.n_inputs
     helpers: dict[str, str] = {}
     functions = _function(prologue, "pro", "P", helpers)
@@ -129,7 +138,7 @@ def render(attrs: dict[str, Any], variant: Variant) -> str:
         "U1 = np.uint64(1)",
         f"BLOCK = np.uint64({_BLOCK})",
         f"CHUNK = np.uint64({_CHUNK})",
-        f"IDENT = {_identity(op, acc_t)}",
+        f"IDENT = {_identity(op, work_t)}",
         *[src.rstrip() + "\n" for src in helpers.values()],
         *functions,
         "",
@@ -152,6 +161,8 @@ def render(attrs: dict[str, Any], variant: Variant) -> str:
         return body
 
     def epilogue_value(acc: str, at: str) -> str:
+        if work_t != acc_t:  # back to the reduction's dtype before the epilogue sees it
+            acc = f"{_ctor(acc_t)}({acc})"
         if epilogue is None:
             return acc
         args = [acc] + [f"ep{m}[{'0' if c == 's' else at}]" for m, c in enumerate(eclasses)]
@@ -184,8 +195,8 @@ def render(attrs: dict[str, Any], variant: Variant) -> str:
         body += [f"                    w{m} = in{m}[o{m} + jj]" for m, c in enumerate(classes)
                  if c == "i"]
         body += [
-            f"                    part = {_combine(op, acc_t, 'part', f'pro({pro_args})')}",
-            f"                acc = {_combine(op, acc_t, 'acc', 'part')}",
+            f"                    part = {_combine(op, work_t, 'part', f'pro({pro_args})')}",
+            f"                acc = {_combine(op, work_t, 'acc', 'part')}",
             "                j = stop",
             f"        out[t] = {epilogue_value('acc', 't')}",
         ]
@@ -205,7 +216,7 @@ def render(attrs: dict[str, Any], variant: Variant) -> str:
         body += offsets("        ", "row", "oshape", "ostrides", "no - 2",
                         [f"b{m}" for m in range(n_in)])
         body += [
-            f"        acc = np.empty(np.int64(m), np.{'bool_' if acc_t == 'bool' else acc_t})",
+            f"        acc = np.empty(np.int64(m), np.{'bool_' if work_t == 'bool' else work_t})",
             "        for jj in range(m):",
             "            acc[jj] = IDENT",
             "        for r in range(nred):",
@@ -218,7 +229,7 @@ def render(attrs: dict[str, Any], variant: Variant) -> str:
         body += [f"                w{m} = in{m}[o{m} + jj]" for m, c in enumerate(classes)
                  if c == "i"]
         body += [
-            f"                acc[jj] = {_combine(op, acc_t, 'acc[jj]', f'pro({pro_args})')}",
+            f"                acc[jj] = {_combine(op, work_t, 'acc[jj]', f'pro({pro_args})')}",
             "        base = row * inner + j0",
             "        for jj in range(m):",
             f"            out[base + jj] = {epilogue_value('acc[jj]', 'base + jj')}",

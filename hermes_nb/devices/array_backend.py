@@ -199,6 +199,12 @@ class ArrayOps:
         return getattr(self.xp, name)(x, axis=axes, keepdims=spec.attrs["keepdims"])
 
     def _sum(self, spec: OpSpec, x: Any) -> Any:
+        axes = tuple(spec.attrs["axes"])
+        if self.xp is np and x.dtype == np.float32 and x.ndim and x.ndim - 1 not in axes:
+            # NumPy sums pairwise only along the innermost axis; across outer axes it adds
+            # row after row, so float32 accumulates in float64 there (as accurate as pairwise)
+            total = np.sum(x, axis=axes, keepdims=spec.attrs["keepdims"], dtype=np.float64)
+            return total.astype(np.float32)
         return self._reduce("sum", spec, x)
 
     def _prod(self, spec: OpSpec, x: Any) -> Any:

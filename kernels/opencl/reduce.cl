@@ -4,6 +4,8 @@
 //   Work-items take contiguous runs on CPUs (`contig`), interleaved elements on GPUs.
 // reduce_cols: one work-item per (a, b) walks the K axis with stride B (no transpose needed);
 //   with B == 1 it is the serial kernel for short rows.
+// Float sums, products, max and min accumulate in ACC: double where the device has fp64
+// (each work-item's run then loses no accuracy; the local tree is pairwise), else T.
 // Arg reductions carry (value, index) pairs; index -1 marks "no element yet"; when
 // has_idx != 0 the input indices come from in_idx (the second pass over partials).
 ${header}
@@ -13,7 +15,14 @@ ${header}
 #define IS_ARG ${is_arg}
 #define IDENT ${ident}
 
-inline T combine(T a, T b) { return ${combine}; }
+#if IS_FLOAT && !IS_ARG && defined(cl_khr_fp64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double ACC;
+#else
+typedef T ACC;
+#endif
+
+inline ACC combine(ACC a, ACC b) { return ${combine}; }
 
 #if IS_ARG
 // Does (vb, ib) beat (va, ia)? NaN beats everything (NumPy returns the first NaN),
@@ -35,7 +44,7 @@ inline int better(T va, long ia, T vb, long ib) {
 // `sync` (uniform over the work-group, with equal trip counts) puts a barrier in the loop so
 // that PoCL runs its work-item loop inside it: neighbouring columns are then read together.
 inline void accumulate(__global const T* src, __global const long* src_idx, const int has_idx,
-                       long i0, const long i1, const long di, const long stride, T* acc, long* ix,
+                       long i0, const long i1, const long di, const long stride, ACC* acc, long* ix,
                        const int sync)
 {
 #if IS_ARG
@@ -63,7 +72,8 @@ inline void accumulate(__global const T* src, __global const long* src_idx, cons
 #else
     // Eight independent accumulators: shorter dependency chains (speed) and shorter serial
     // runs (float accuracy), like NumPy's pairwise blocks.
-    T a0 = *acc, a1 = IDENT, a2 = IDENT, a3 = IDENT, a4 = IDENT, a5 = IDENT, a6 = IDENT, a7 = IDENT;
+    ACC a0 = *acc, a1 = IDENT, a2 = IDENT, a3 = IDENT, a4 = IDENT, a5 = IDENT, a6 = IDENT,
+        a7 = IDENT;
     const long s = di * stride;
     __global const T* p = src + i0 * stride;
     for (; i0 + 7 * di < i1; i0 += 8 * di, p += 8 * s) {
@@ -88,7 +98,7 @@ __kernel void reduce_group(__global T* restrict out, __global long* restrict out
     const long row = g / parts, p = g % parts;
     const int lid = (int)get_local_id(0), wg = (int)get_local_size(0);
     const long lo = p * chunk, hi = min(K, lo + chunk);
-    T acc = IDENT; long ix = -1;
+    ACC acc = IDENT; long ix = -1;
     __global const T* src = in + row * K;
     __global const long* src_idx = in_idx + (has_idx ? row * K : 0);
     if (contig) {
@@ -98,7 +108,7 @@ __kernel void reduce_group(__global T* restrict out, __global long* restrict out
     } else {
         accumulate(src, src_idx, has_idx, lo + lid, hi, wg, 1, &acc, &ix, 0);
     }
-    lv[lid] = acc;
+    lv[lid] = (T)acc;
 #if IS_ARG
     li[lid] = ix;
 #endif
@@ -111,7 +121,7 @@ __kernel void reduce_group(__global T* restrict out, __global long* restrict out
                 li[lid] = li[lid + s];
             }
 #else
-            lv[lid] = combine(lv[lid], lv[lid + s]);
+            lv[lid] = (T)combine(lv[lid], lv[lid + s]);
 #endif
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -133,10 +143,10 @@ __kernel void reduce_cols(__global T* restrict out, __global long* restrict out_
     const int live = g < A * B;  // with sync, idle work-items still walk (column 0) in step
     if (!live && !sync) return;
     const long start = live ? (g / B) * K * B + g % B : 0;
-    T acc = IDENT; long ix = -1;
+    ACC acc = IDENT; long ix = -1;
     accumulate(in + start, in_idx + (has_idx ? start : 0), has_idx, 0, K, 1, B, &acc, &ix, sync);
     if (!live) return;
-    out[g] = acc;
+    out[g] = (T)acc;
 #if IS_ARG
     out_idx[g] = ix;
 #endif

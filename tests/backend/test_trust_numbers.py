@@ -160,3 +160,55 @@ def test_non_negative_integer_exponent_still_computes(device: str) -> None:
     with hm.device(device):
         out = ((hm.asarray(BASE) * 1) ** hm.arange(0, 4)).numpy()
     np.testing.assert_array_equal(out, np.power(BASE, np.arange(4)))
+
+
+# ---- float32 sums as accurate as NumPy's pairwise summation -----------------------
+
+N_SUM = 2**24 + 3  # past float32's 24-bit mantissa: a running float32 sum drifts here
+REL = 4e-6
+
+
+@pytest.fixture(scope="module")
+def tenths() -> np.ndarray:
+    return np.full(N_SUM, 0.1, dtype=np.float32)
+
+
+@pytest.fixture(scope="module")
+def rows() -> np.ndarray:
+    return np.full((3, (N_SUM + 2) // 3), 0.1, dtype=np.float32)
+
+
+FLAT = {  # generic reductions, and reductions fused with their producers / epilogues
+    "hm.mean": (lambda x: hm.mean(x), np.mean),
+    "sum": (lambda x: x.sum(), np.sum),
+    "fused sum": (lambda x: (x * 1).sum(), np.sum),
+    "fused mean": (lambda x: (x * 1).mean(), np.mean),
+}
+
+
+@pytest.mark.parametrize("form", list(FLAT))
+def test_float32_reduction_of_many_values_matches_numpy(device: str, tenths, form: str) -> None:
+    build, reference = FLAT[form]
+    with hm.device(device):
+        got = build(hm.asarray(tenths)).numpy()
+    expected = reference(tenths)
+    assert got.dtype == np.float32
+    assert abs(float(got) - float(expected)) <= REL * abs(float(expected)), (got, expected)
+
+
+AXIS = {
+    "sum(axis=1)": lambda x: x.sum(axis=1),
+    "fused sum(axis=1)": lambda x: (x * 1).sum(axis=1),
+    "fused mean(axis=1)": lambda x: (x * 1).mean(axis=1) * x.shape[1],
+    "transposed sum(axis=0)": lambda x: x.T.sum(axis=0),
+    "fused transposed sum(axis=0)": lambda x: (x.T * 1).sum(axis=0),
+}
+
+
+@pytest.mark.parametrize("form", list(AXIS))
+def test_float32_sum_over_an_axis_matches_numpy(device: str, rows, form: str) -> None:
+    with hm.device(device):
+        got = AXIS[form](hm.asarray(rows)).numpy()
+    expected = rows.sum(axis=1)  # NumPy's pairwise sum along the contiguous axis
+    assert got.dtype == np.float32 and got.shape == (3,)
+    np.testing.assert_allclose(got, expected, rtol=REL)
