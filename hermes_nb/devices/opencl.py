@@ -35,6 +35,7 @@ def discover() -> list[OpenCLDevice]:
     from hermes_nb.devices import opencl_drivers
 
     opencl_drivers.configure_driver_cache()
+    opencl_drivers.heal_pyopencl_cache()
     try:
         import pyopencl as cl
     except Exception:  # not installed, or its shared libraries are missing

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -20,7 +21,6 @@ import logging
 import os
 import re
 import time
-import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,12 +147,42 @@ def configure_driver_cache() -> Path:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         (folder / ".hermes-owned").touch()
     except OSError as exc:  # unwritable cache: PoCL builds in memory
-        warnings.warn(f"hermes: cannot use {folder} for OpenCL kernels ({exc}); building "
-                      "without a disk cache", RuntimeWarning, stacklevel=2)
+        log.warning("hermes: cannot use %s for OpenCL kernels (%s); building without a disk "
+                    "cache", folder, exc)
         os.environ["POCL_KERNEL_CACHE"] = "0"
         return folder
     os.environ["POCL_CACHE_DIR"] = str(folder)
     return folder
+
+
+def _pytools_cache() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        return Path(xdg) / "pytools"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("pytools", "pytools"))
+
+
+def heal_pyopencl_cache() -> list[Path]:
+    """Move aside PyOpenCL's kernel-invoker databases (pytools) that SQLite cannot read:
+    a damaged one makes ``import pyopencl`` or every first kernel call fail for good."""
+    import sqlite3
+
+    moved = []
+    for db in sorted(_pytools_cache().glob("pdict-*pyopencl*.sqlite")):
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+                ok = conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+        except sqlite3.Error:
+            ok = False
+        if not ok:
+            aside = db.with_name(f"{db.name}.corrupt-{os.getpid()}")
+            with contextlib.suppress(OSError):
+                db.replace(aside)
+                moved.append(aside)
+                log.warning("hermes: PyOpenCL's cache %s was damaged; moved it to %s", db, aside.name)
+    return moved
 
 
 # ---- the self-test -------------------------------------------------------------------------
@@ -230,9 +260,9 @@ def verdict_for(candidate: Candidate) -> Verdict:
         verdict = run_selftest(candidate)
         _store(verdict)
         if not verdict.healthy or verdict.reasons:
-            warnings.warn(f"hermes: OpenCL device {candidate.device.name.strip()!r} "
-                          f"({candidate.driver}) self-test {verdict.summary()}",
-                          RuntimeWarning, stacklevel=3)
+            # logged, not warnings.warn: a warnings filter set to "error" must not lose devices
+            log.warning("hermes: OpenCL device %r (%s) self-test %s", candidate.device.name.strip(),
+                        candidate.driver, verdict.summary())
     return verdict
 
 

@@ -34,6 +34,9 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
 
 
+_VOLATILE = {"last_accessed", ".hermes-owned"}  # rewritten by every load: no checksum
+
+
 def _cache_files(root: Path, since: float) -> dict[str, str]:
     """Files under ``root`` changed at or after ``since``, with their checksums."""
     found: dict[str, str] = {}
@@ -42,8 +45,10 @@ def _cache_files(root: Path, since: float) -> dict[str, str]:
     for dirpath, _, files in os.walk(root):
         for name in files:
             path = Path(dirpath) / name
+            if name in _VOLATILE or name.startswith("tempfile") or "hermes-verified" in path.parts:
+                continue
             try:
-                if path.stat().st_mtime >= since - 1 and "hermes-verified" not in path.parts:
+                if path.stat().st_mtime >= since - 0.01:
                     found[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
             except OSError:
                 continue
@@ -159,6 +164,10 @@ class Guard:
             try:
                 return isolation.worker().call(job, *args)
             except isolation.WorkerJobError as exc:
+                if attempt == 0 and "error:" not in exc.message:
+                    # a failure without a compiler diagnostic: a damaged cache entry, not the source
+                    self.clear_driver_cache()
+                    continue
                 path = source_path()
                 raise KernelBuildError(
                     f"OpenCL build of kernel {name!r} failed on {self.device_id}; source saved "
