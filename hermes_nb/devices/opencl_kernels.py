@@ -7,6 +7,7 @@ programs is bounded by op x dtype x variant (PoCL takes ~0.4 s per compile).
 
 from __future__ import annotations
 
+import logging
 import string
 import threading
 from functools import cache
@@ -27,6 +28,7 @@ CL_TYPES: dict[str, tuple[str, str]] = {
 }
 # Element size -> type the strided copy moves (copies never look at the values).
 COPY_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
+log = logging.getLogger("hermes_nb.devices")
 FP64_PRAGMA = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable"
 
 
@@ -120,8 +122,18 @@ def fill_source(out_dtype: np.dtype, calc_dtype: np.dtype, fp64: bool) -> str:
 
 def _build(cl: Any, context: Any, source: str) -> Any:
     """Build ``source``; on failure raise KernelBuildError with the log and a saved copy."""
+    import warnings
+
     try:
-        return cl.Program(context, source).build()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", cl.CompilerWarning)
+            program = cl.Program(context, source).build()
+        for w in caught:  # the compiler's raw output goes to the log, not the terminal
+            if not issubclass(w.category, cl.CompilerWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            else:
+                log.debug("hermes: OpenCL compiler output: %s", w.message)
+        return program
     except (cl.RuntimeError, cl.LogicError) as exc:
         from hermes_nb.devices.opencl_guard import _short_log
         from hermes_nb.errors import KernelBuildError
