@@ -39,6 +39,7 @@ def child(kind: str, device: str, n: int) -> dict[str, float]:
 
     import hermes_nb as hm
 
+    hm.devices()  # device discovery (and drivers' self-tests) is not part of a build
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
     if kind == "stencil":
@@ -99,6 +100,7 @@ def main() -> None:
         print(json.dumps(child(kind, device, int(n))))
         return
     print(f"CPU: {_cpu_model()} ({os.cpu_count()} logical cores)")
+    print("graph s: building and planning the graph; first run s: every compile and the run")
     print(f"{'workload':<28}{'device':<10}{'kernels':>8}{'graph s':>9}{'first run s':>13}"
           f"{'max rel err':>13}")
     cases = [("stencil", d, int(n)) for n in args.stages.split(",") if n
