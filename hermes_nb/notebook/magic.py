@@ -6,18 +6,26 @@ computes every lazy tensor the cell assigned to a name in one graph (so shared w
 rebinds the names to the results, and shows a summary and the views asked for.
 
 ``%hermes devices|load|options|explain NAME`` shows tables (and the live load monitor).
+
+A cell fails as a plain Python cell fails (the kernel replies ``error``, so "Run All" and
+nbclient stop there): a bad option is a one-line ``UsageError``; an error in the cell's code
+shows IPython's usual traceback of the user's line; a failed compute shows one line naming
+the error. ``$name`` / ``{expr}`` in the options are expanded from the user's namespace only
+in lines of up to ``EXPAND_MAX_CHARS`` characters (IPython's own expansion takes seconds on
+long lines).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
-import sys
 import time
 from contextlib import ExitStack
 from typing import Any
 
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.display import display
 
 import hermes_nb as hm
@@ -30,6 +38,7 @@ CELL_USAGE = ("usage: %%hermes [--device D] [--policy P] [--no-fuse] [--explain]
 LINE_USAGE = "usage: %hermes devices | load | options | explain NAME"
 
 _MISSING = object()
+EXPAND_MAX_CHARS = 256
 
 
 class _UsageError(Exception):
@@ -66,8 +75,14 @@ def _widgets_available() -> bool:
     return True
 
 
-def _error(message: str) -> None:
-    print(f"hermes: {message}", file=sys.stderr)
+def _usage(message: str) -> UsageError:
+    """A one-line error IPython shows without a traceback, failing the cell."""
+    return UsageError(f"hermes: {message}")
+
+
+def _show_as_one_line(exc: BaseException, message: str) -> None:
+    """Make IPython show ``exc`` as ``message`` alone instead of a traceback."""
+    exc._render_traceback_ = lambda: [message]  # type: ignore[attr-defined]
 
 
 def _new_lazy_tensors(before: dict[str, Any], after: dict[str, Any]) -> dict[str, hm.Tensor]:
@@ -84,16 +99,30 @@ def _new_lazy_tensors(before: dict[str, Any], after: dict[str, Any]) -> dict[str
 
 @magics_class
 class HermesMagics(Magics):
+    @no_var_expand
     @line_cell_magic
     def hermes(self, line: str, cell: str | None = None) -> None:
         """%%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile] [--timeline]
         [--placement] [--fusion] [--trace FILE]
         %hermes devices | load | options | explain NAME
         """
+        line = self._expand(line)
         if cell is None:
             self._line(line)
         else:
             self._cell(line, cell)
+
+    def _expand(self, line: str) -> str:
+        """``$name`` and ``{expr}`` from the user's namespace, as IPython expands a magic's
+        line, for lines short enough for IPython's expansion to be quick."""
+        if len(line) > EXPAND_MAX_CHARS or ("$" not in line and "{" not in line):
+            return line
+        from IPython.utils.text import DollarFormatter
+
+        try:
+            return DollarFormatter().vformat(line, args=[], kwargs=self.shell.user_ns)
+        except Exception:  # as IPython does: a line that does not expand is used as it is
+            return line
 
     # ---- line magic ---------------------------------------------------------------
     def _line(self, line: str) -> None:
@@ -118,11 +147,10 @@ class HermesMagics(Magics):
         elif len(words) == 2 and words[0] == "explain":
             value = self.shell.user_ns.get(words[1], _MISSING)
             if not isinstance(value, hm.Tensor):
-                _error(f"explain: {words[1]!r} is not a Tensor in this namespace")
-                return
+                raise _usage(f"explain: {words[1]!r} is not a Tensor in this namespace")
             display(value.explain())
         else:
-            _error(LINE_USAGE)
+            raise _usage(LINE_USAGE)
 
     # ---- cell magic ---------------------------------------------------------------
     def _cell(self, line: str, cell: str) -> None:
@@ -137,9 +165,8 @@ class HermesMagics(Magics):
                                   "jupyter_bokeh (pip install hermes_nb[notebook])")
             if args.trace is not None:
                 _check_trace_path(args.trace)
-        except (_UsageError, ValueError, TypeError) as exc:
-            _error(f"{exc} ({CELL_USAGE})")
-            return
+        except (_UsageError, ValueError, TypeError, OSError) as exc:
+            raise _usage(f"{exc} ({CELL_USAGE})") from None
 
         with ExitStack() as scope:
             # the settings hold for building the graph (device pinning) and for running it
@@ -154,8 +181,11 @@ class HermesMagics(Magics):
             ns = self.shell.user_ns
             before = dict(ns)
             # run_cell (not exec) so a failing user line gets IPython's usual traceback
+            # (SyntaxError included) and IPython's syntax (!, %) works in the cell
+            outer = self.shell.displayhook.exec_result  # the result of the %%hermes cell
             result = self.shell.run_cell(cell)
             if not result.success:
+                _fail(outer, result.error_before_exec or result.error_in_exec)
                 return
             assigned = _new_lazy_tensors(before, ns)
 
@@ -173,9 +203,9 @@ class HermesMagics(Magics):
             start = time.perf_counter()
             try:
                 results = hm.compute(*unique.values()) if unique else ()
-            except Exception as exc:  # report in one line; the kernel stays usable
-                _error(f"compute failed: {type(exc).__name__}: {exc}")
-                return
+            except Exception as exc:  # one line, not the runtime's frames
+                _show_as_one_line(exc, f"hermes: compute failed: {type(exc).__name__}: {exc}")
+                raise
             wall = time.perf_counter() - start
 
         done = dict(zip(unique, results))
@@ -203,7 +233,10 @@ class HermesMagics(Magics):
             else:
                 from hermes_nb.runtime.trace import write_trace
 
-                path = write_trace(profile, args.trace)
+                try:
+                    path = write_trace(profile, args.trace)
+                except OSError as exc:
+                    raise _usage(f"--trace: cannot write {args.trace!r}: {exc.strerror or exc}") from None
                 print(f"hermes: wrote a Chrome trace of {len(profile.kernels)} kernel(s) to {path} "
                       "(open it in https://ui.perfetto.dev or chrome://tracing)")
         if args.placement or args.timeline:
@@ -217,12 +250,33 @@ class HermesMagics(Magics):
             display(fusion)
 
 
-def _check_trace_path(path: str) -> None:
-    import os
+def _fail(outer: Any, error: BaseException | None) -> None:
+    """Fail the ``%%hermes`` cell with the error its code raised (IPython has shown it):
+    the cell's result carries it, so the kernel replies ``error``. Outside a running cell
+    (``run_cell_magic`` called directly) the error is raised."""
+    if error is None:
+        return
+    if outer is None:
+        raise error
+    outer.error_in_exec = error
 
-    folder = os.path.dirname(os.path.abspath(path))
+
+def _check_trace_path(path: str) -> None:
+    """``path`` names a file this user can create or overwrite (checked by opening it)."""
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise _UsageError(f"--trace: {path!r} is a folder; give a file name")
     if not os.path.isdir(folder):
         raise _UsageError(f"--trace: folder {folder!r} does not exist")
+    existed = os.path.exists(target)
+    try:
+        with open(target, "a"):
+            pass
+    except OSError as exc:
+        raise _UsageError(f"--trace: cannot write {path!r}: {exc.strerror or exc}") from None
+    if not existed:
+        os.unlink(target)
 
 
 def _fusion_view(tensors: tuple[hm.Tensor, ...]) -> Any:

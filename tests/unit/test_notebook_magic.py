@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("IPython")
 
+from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 import hermes_nb as hm
@@ -148,7 +149,7 @@ def test_profile_option_displays_the_profile(shell: InteractiveShell, shown: lis
         ("--trace", "expected one argument"),
     ],
 )
-def test_bad_options_print_one_line_and_run_nothing(
+def test_bad_options_fail_the_cell_in_one_line_and_run_nothing(
     shell: InteractiveShell,
     shown: list[Any],
     compute_calls: list[int],
@@ -157,31 +158,32 @@ def test_bad_options_print_one_line_and_run_nothing(
     expected: str,
 ) -> None:
     result = shell.run_cell(f"%%hermes {options}\nran = hm.ones((2,))")
-    assert result.success  # the magic reports; it does not raise
+    assert isinstance(result.error_in_exec, UsageError)  # the cell fails
     err = capsys.readouterr().err.strip()
     assert expected in err
     assert "\n" not in err and "Traceback" not in err
-    assert err.startswith("hermes: ") and "usage: %%hermes" in err
+    assert err.startswith("UsageError: hermes: ") and "usage: %%hermes" in err
     assert "ran" not in shell.user_ns
     assert compute_calls == [] and shown == []
 
 
-def test_failing_user_line_shows_its_error_and_computes_nothing(
+def test_failing_user_line_fails_the_cell_and_computes_nothing(
     shell: InteractiveShell,
     shown: list[Any],
     compute_calls: list[int],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    shell.run_cell("%%hermes\nq = hm.ones((2,)) + 1\nboom = 1 / 0\n")
+    result = shell.run_cell("%%hermes\nq = hm.ones((2,)) + 1\nboom = 1 / 0\n")
+    assert isinstance(result.error_in_exec, ZeroDivisionError)
     out = capsys.readouterr()
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.out + out.err)  # drop the traceback's colours
-    assert "ZeroDivisionError" in text
+    assert text.count("ZeroDivisionError") == 2  # shown once: its header and its last line
     assert "1 / 0" in text  # IPython's traceback points at the user's own line
     assert compute_calls == [] and shown == []
     assert not shell.user_ns["q"].is_materialized
 
 
-def test_compute_failure_is_reported_in_one_line(
+def test_compute_failure_fails_the_cell_in_one_line(
     shell: InteractiveShell,
     shown: list[Any],
     monkeypatch: pytest.MonkeyPatch,
@@ -192,8 +194,9 @@ def test_compute_failure_is_reported_in_one_line(
 
     monkeypatch.setattr(hm, "compute", broken)
     result = shell.run_cell("%%hermes\nq = hm.ones((2,)) + 1")
-    assert result.success
-    assert capsys.readouterr().err.strip() == "hermes: compute failed: RuntimeError: device fell over"
+    assert isinstance(result.error_in_exec, RuntimeError)
+    out = capsys.readouterr()
+    assert (out.out + out.err).strip() == "hermes: compute failed: RuntimeError: device fell over"
     assert shown == []
 
 
@@ -275,13 +278,13 @@ def test_line_magic_explain(shell: InteractiveShell, shown: list[Any]) -> None:
 
 
 @pytest.mark.parametrize("line", ["", "frob", "explain", "explain missing", "devices extra"])
-def test_line_magic_misuse_prints_one_line(
+def test_line_magic_misuse_fails_in_one_line(
     shell: InteractiveShell, shown: list[Any], capsys: pytest.CaptureFixture[str], line: str
 ) -> None:
     result = shell.run_cell(f"%hermes {line}")
-    assert result.success
+    assert isinstance(result.error_in_exec, UsageError)
     err = capsys.readouterr().err.strip()
-    assert err.startswith("hermes: ") and "\n" not in err
+    assert err.startswith("UsageError: hermes: ") and "\n" not in err
     assert shown == []
 
 
