@@ -49,6 +49,13 @@ from hermes_nb.widgets.builder_preview import (
 _IMG_LAYOUT = {"width": "360px", "height": "auto"}
 
 
+def _position(value: Any, what: str) -> int:
+    """``value`` as a stage position: an integer (Python's or NumPy's), never a bool."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an integer, got {value!r} ({type(value).__name__})")
+    return int(value)
+
+
 class PipelineBuilder(w.VBox):
     """An image-pipeline editor: a palette of stages, each stage's controls, a before/after
     preview computed off the UI thread, the fused plan, and the pipeline as code.
@@ -135,9 +142,11 @@ class PipelineBuilder(w.VBox):
         return self
 
     def move(self, index: int, to: int) -> PipelineBuilder:
-        """Move the stage at ``index`` to position ``to``."""
-        entry = self._entries.pop(self._index(index))
-        self._entries.insert(max(0, min(to, len(self._entries))), entry)
+        """Move the stage at ``index`` to position ``to`` (both integers; ``to`` is clamped
+        to the ends). A bad argument raises before anything moves."""
+        source, target = self._index(index), _position(to, "move: to")
+        entry = self._entries.pop(source)
+        self._entries.insert(max(0, min(target, len(self._entries))), entry)
         self._refresh()
         return self
 
@@ -242,6 +251,7 @@ class PipelineBuilder(w.VBox):
 
     # ---- internals -------------------------------------------------------------------------
     def _index(self, index: int) -> int:
+        index = _position(index, "stage index")
         n = len(self._entries)
         if not -n <= index < n:
             raise IndexError(f"stage index {index} is out of range for {n} stage(s)")

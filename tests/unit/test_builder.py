@@ -132,6 +132,24 @@ def test_add_remove_and_reorder(builder):
     assert builder.pipeline.stages == builder.stages
 
 
+@pytest.mark.parametrize("bad", ["1", None, [1], 1.0, True])
+def test_bad_positions_raise_and_change_nothing(builder, bad):
+    builder.add("gaussian_blur", kernel_size=5).add(hm.sobel(axis=-2)).add("gain_offset")
+    before = tuple(builder.stages)
+    code = builder.to_code()
+    with pytest.raises(TypeError, match="to must be an integer"):
+        builder.move(0, bad)
+    with pytest.raises(TypeError, match="stage index must be an integer"):
+        builder.move(bad, 0)
+    with pytest.raises(TypeError, match="stage index must be an integer"):
+        builder.remove(bad)
+    with pytest.raises(TypeError, match="stage index must be an integer"):
+        builder.set(bad, kernel_size=3)
+    assert builder.stages == before and builder.to_code() == code
+    builder.move(np.int64(2), 0)  # NumPy integers are positions too
+    assert [s.name for s in builder.stages] == [before[2].name, before[0].name, before[1].name]
+
+
 def test_buttons_move_and_remove(builder):
     builder.add("gaussian_blur").add("clip").add("gamma")
 
