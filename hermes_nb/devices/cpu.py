@@ -12,6 +12,7 @@ import numpy as np
 from hermes_nb.devices.array_backend import ArrayOps
 from hermes_nb.devices.base import Device
 from hermes_nb.ir.node import OpSpec
+from hermes_nb.settings import env_int
 
 
 def _memory_bytes() -> int:
@@ -62,7 +63,7 @@ class CPUDevice(Device):
 
 # A new fused kernel costs Numba ~1.5 s to compile (then it is cached on disk); below
 # this size NumPy evaluates the program faster than the compile pays back.
-JIT_MIN_ELEMENTS = int(os.environ.get("HERMES_JIT_MIN_ELEMENTS", 1 << 16))
+JIT_MIN_ELEMENTS = env_int("HERMES_JIT_MIN_ELEMENTS", 1 << 16, minimum=0)
 # fused_stencil: the same trade-off (a module attribute, so tests can lower it)
 STENCIL_MIN_ELEMENTS = JIT_MIN_ELEMENTS
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -36,10 +35,9 @@ def _active_client() -> Any:
 
 
 def _debug_level() -> int:
-    try:
-        return int(os.environ.get("HERMES_DEBUG", "0"))
-    except ValueError:
-        return 0
+    from hermes_nb.settings import env_int
+
+    return env_int("HERMES_DEBUG", 0, minimum=0)
 
 
 def execute(outputs: Sequence[Node]) -> list[Resident]:
