@@ -16,20 +16,31 @@ ShapeLike = int | Sequence[int]
 
 
 def normalize_shape(shape: ShapeLike, op: str) -> tuple[int, ...]:
-    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    """``shape`` as a tuple of ints, or ``TypeError``/``ValueError`` naming ``op``."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+        dims: tuple[Any, ...] = (shape,)
+    elif isinstance(shape, (Sequence, np.ndarray)) and not isinstance(shape, (str, bytes)):
+        dims = tuple(shape)
+    else:
+        raise TypeError(f"{op}: shape must be an int or a sequence of ints, got {shape!r}")
     for d in dims:
-        if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
+        if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):
             raise TypeError(f"{op}: shape entries must be ints, got {shape!r}")
         if d < 0:
             raise ValueError(f"{op}: negative dimension in shape {tuple(dims)}")
     return tuple(int(d) for d in dims)
 
 
-def from_numpy(array: np.ndarray) -> Tensor:
-    """A constant tensor holding a copy of ``array``."""
+def from_numpy(array: np.ndarray, *, op: str = "from_numpy") -> Tensor:
+    """A constant tensor holding a copy of ``array`` (in native byte order).
+
+    Masked arrays and complex values are refused with ``TypeError`` naming ``op``: a mask
+    or an imaginary part would otherwise be lost.
+    """
     if not isinstance(array, np.ndarray):
-        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
-    dtype = dtypes.as_dtype(array.dtype, op="from_numpy")
+        raise TypeError(f"{op}: expected a numpy.ndarray, got {type(array).__name__}")
+    check_representable(array, op)
+    dtype = dtypes.as_dtype(array.dtype, op=op)
     value = np.array(array, dtype=dtype, order="C", copy=True)
     value.flags.writeable = False
     return Tensor(make_node("constant", (), value.shape, dtype, value=value))
@@ -46,17 +57,61 @@ def asarray(obj: Any, dtype: object = None) -> Tensor:
         return obj if dtype is None else obj.astype(dtype)
     want = None if dtype is None else dtypes.as_dtype(dtype, op="asarray")
     if isinstance(obj, np.ndarray):
+        check_representable(obj, "asarray")
         array = obj if want is None else obj.astype(want)
     elif isinstance(obj, (bool, int, float, np.generic)):
+        check_representable(np.asarray(obj), "asarray")
         default = dtypes.result_type(obj) if not isinstance(obj, np.generic) else obj.dtype
         array = np.asarray(obj, dtype=want or default)
     elif isinstance(obj, (list, tuple)):
-        array = np.asarray(obj, dtype=want)
-        if want is None and array.dtype == np.float64 and array.size and _all_ints(obj):
-            array = array.astype(np.int64)
+        array = _from_sequence(obj, want)
     else:
-        raise TypeError(f"asarray: cannot make a tensor from {type(obj).__name__}")
-    return from_numpy(np.asarray(array))
+        kind = "complex values are not supported (Hermes has no complex dtype)" \
+            if isinstance(obj, complex) else "expected a Tensor, NumPy array, nested list " \
+            "or tuple of numbers, or a real number"
+        raise TypeError(f"asarray: cannot make a tensor from {_short(obj)} "
+                        f"({type(obj).__name__}): {kind}")
+    return from_numpy(np.asarray(array), op="asarray")
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _from_sequence(obj: list | tuple, want: np.dtype | None) -> np.ndarray:
+    try:
+        array = np.asarray(obj)
+    except ValueError as exc:  # NumPy refuses ragged nesting
+        raise ValueError(
+            f"asarray: cannot make a tensor from the ragged sequence {_short(obj)}: every "
+            "nested list must have the same length at each level") from exc
+    check_representable(array, "asarray", obj)
+    if want is not None:
+        return np.asarray(obj, dtype=want)
+    if array.dtype == np.float64 and array.size and _all_ints(obj):
+        return array.astype(np.int64)
+    return array
+
+
+def check_representable(array: np.ndarray, op: str, shown: Any = None, name: str = "input"
+                        ) -> None:
+    """Refuse, with ``TypeError`` naming ``op`` and the argument ``name``, what a tensor would
+    silently change: a mask, complex values, or elements that are not numbers."""
+    what = _short(array if shown is None else shown)
+    if isinstance(array, np.ma.MaskedArray):
+        raise TypeError(
+            f"{op}: {name} is a masked array, which is not supported (the mask would be lost): "
+            f"{what}. Fill the masked elements first, e.g. a.filled(0)")
+    if array.dtype.kind == "c":
+        raise TypeError(
+            f"{op}: {name} holds complex values ({array.dtype.name} {what}), which are not "
+            "supported (Hermes has no complex dtype); pass the real and imaginary parts "
+            f"(a.real, a.imag) as separate real arrays; supported dtypes: {dtypes.SUPPORTED_NAMES}")
+    if array.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{op}: {name} must hold bools, ints or floats, got dtype {array.dtype} ({what}); "
+            f"supported dtypes: {dtypes.SUPPORTED_NAMES}")
 
 
 def _all_ints(obj: Any) -> bool:
@@ -67,22 +122,44 @@ def _all_ints(obj: Any) -> bool:
 
 def full(shape: ShapeLike, fill_value: bool | int | float, dtype: object = None) -> Tensor:
     """A tensor of ``shape`` filled with ``fill_value``."""
-    dims = normalize_shape(shape, "full")
+    return _full(shape, fill_value, dtype, "full")
+
+
+def _full(shape: ShapeLike, fill_value: bool | int | float, dtype: object, op: str) -> Tensor:
+    dims = normalize_shape(shape, op)
     if not isinstance(fill_value, (bool, int, float, np.number, np.bool_)):
-        raise TypeError(f"full: fill_value must be a Python scalar, got {type(fill_value).__name__}")
-    dt = dtypes.as_dtype(dtype, op="full") if dtype is not None else dtypes.result_type(
+        raise TypeError(f"{op}: fill_value must be a Python scalar, got {type(fill_value).__name__}")
+    dt = dtypes.as_dtype(dtype, op=op) if dtype is not None else dtypes.result_type(
         fill_value.item() if isinstance(fill_value, np.generic) else fill_value
     )
-    value = np.asarray(fill_value).astype(dt).item()
+    value = _fill_value(fill_value, dt)
     return Tensor(make_node("full", (), dims, dt, fill_value=value))
 
 
+def _fill_value(fill_value: bool | int | float | np.generic, dt: np.dtype) -> bool | int | float:
+    """``fill_value`` in ``dt``; like NumPy, an integer out of ``dt``'s range raises
+    ``OverflowError`` (as does a float that no integer of ``dt`` can hold)."""
+    plain = fill_value.item() if isinstance(fill_value, np.generic) else fill_value
+    if isinstance(plain, complex):
+        raise TypeError(f"full: fill_value {plain!r} is complex; Hermes has no complex dtype")
+    if dtypes.is_integer(dt) and not isinstance(plain, bool):
+        info = np.iinfo(dt)
+        if isinstance(plain, float) and not math.isfinite(plain):
+            raise ValueError(f"full: fill_value {plain!r} cannot be stored in {dt.name}; "
+                             "use a float dtype for nan or inf")
+        if not info.min <= plain <= info.max:
+            raise OverflowError(
+                f"full: fill_value {plain!r} is out of bounds for {dt.name} "
+                f"({info.min} to {info.max})")
+    return np.asarray(plain).astype(dt).item()
+
+
 def zeros(shape: ShapeLike, dtype: object = None) -> Tensor:
-    return full(shape, 0, dtype=dtype if dtype is not None else dtypes.float64)
+    return _full(shape, 0, dtype if dtype is not None else dtypes.float64, "zeros")
 
 
 def ones(shape: ShapeLike, dtype: object = None) -> Tensor:
-    return full(shape, 1, dtype=dtype if dtype is not None else dtypes.float64)
+    return _full(shape, 1, dtype if dtype is not None else dtypes.float64, "ones")
 
 
 def arange(
@@ -94,8 +171,10 @@ def arange(
     if step == 0:
         raise ValueError("arange: step must not be zero")
     for name, v in (("start", start), ("stop", stop), ("step", step)):
-        if not isinstance(v, (int, float, np.number)) or isinstance(v, bool):
+        if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
             raise TypeError(f"arange: {name} must be a real number, got {v!r}")
+        if not math.isfinite(v):
+            raise ValueError(f"arange: {name} must be a finite number, got {v!r}")
     dt = (
         dtypes.as_dtype(dtype, op="arange")
         if dtype is not None

@@ -22,13 +22,16 @@ _ALIASES = {"bool": bool_, "int32": int32, "int64": int64, "float32": float32, "
 
 
 def as_dtype(dtype: object, *, op: str = "asarray") -> np.dtype:
-    """Return the NumPy dtype for ``dtype`` or raise ``TypeError`` naming the allowed ones."""
+    """Return the NumPy dtype (native byte order) for ``dtype`` or raise ``TypeError`` naming
+    the allowed ones."""
     if isinstance(dtype, str) and dtype in _ALIASES:
         return _ALIASES[dtype]
     try:
         resolved = np.dtype(dtype)  # type: ignore[call-overload]
     except TypeError as exc:
         raise TypeError(f"{op}: unknown dtype {dtype!r}; supported: {SUPPORTED_NAMES}") from exc
+    if not resolved.isnative:  # e.g. big-endian ">f4": the same dtype in native byte order
+        resolved = resolved.newbyteorder("=")
     if resolved not in SUPPORTED:
         raise TypeError(f"{op}: unsupported dtype {resolved.name}; supported: {SUPPORTED_NAMES}")
     return resolved

@@ -30,7 +30,10 @@ def _operand(value: Any, op: str) -> Tensor | bool | int | float:
         from hermes_nb.creation import asarray
 
         return asarray(value)
-    raise TypeError(f"{op}: unsupported operand type {type(value).__name__}")
+    what = "complex values are not supported (Hermes has no complex dtype)" \
+        if isinstance(value, complex) else "expected a Tensor, NumPy array, list or real number"
+    raise TypeError(f"{op}: unsupported operand type {type(value).__name__} ({value!r:.60}); "
+                    f"{what}")
 
 
 def _dtype_of(value: Tensor | bool | int | float) -> np.dtype | bool | int | float:
@@ -284,8 +287,14 @@ def where(condition: Operand, x1: Operand, x2: Operand) -> Tensor:
 def clip(x: Operand, min: Operand | None = None, max: Operand | None = None) -> Tensor:
     """Limit ``x`` to ``[min, max]``; NaN stays NaN."""
     out = _as_tensor(x, "clip")
+    for name, bound in (("min", min), ("max", max)):
+        if bound is not None and (isinstance(bound, (str, bytes, complex))
+                                  or not isinstance(bound, (Tensor, np.ndarray, np.generic,
+                                                            list, tuple, *_SCALARS))):
+            raise TypeError(f"clip: {name} must be None, a real number, an array or a Tensor, "
+                            f"got {bound!r:.60} ({type(bound).__name__})")
     if min is not None:
-        out = maximum(out, min)
+        out = maximum(out, _operand(min, "clip"))
     if max is not None:
-        out = minimum(out, max)
+        out = minimum(out, _operand(max, "clip"))
     return out

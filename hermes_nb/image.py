@@ -105,17 +105,44 @@ def _border(op: str, border: str) -> str:
     return border
 
 
+MAX_KERNEL_SIZE = 1001
+"""The largest ``kernel_size`` accepted: its dense k×k weights (8 MB at 1001) are built and
+kept with the graph; larger blurs are better done at a lower resolution."""
+
+
 def _odd_size(op: str, name: str, value: Any) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-        raise TypeError(f"{op}: {name} must be an odd int >= 1, got {value!r}")
-    if value < 1 or value % 2 == 0:
-        raise ValueError(f"{op}: {name} must be an odd int >= 1, got {value}")
+    allowed = f"an odd int from 1 to {MAX_KERNEL_SIZE}"
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}: {name} must be {allowed}, got {value!r}")
+    if value < 1 or value % 2 == 0 or value > MAX_KERNEL_SIZE:
+        raise ValueError(f"{op}: {name} must be {allowed}, got {value}")
     return int(value)
+
+
+def _is_real(value: Any) -> bool:
+    """A Python or NumPy real number (not a bool)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) \
+        and not isinstance(value, (bool, np.bool_))
+
+
+def _kernel_weights(kernel: Any) -> np.ndarray:
+    """A ``conv2d`` kernel as float64 weights; what would lose information is refused."""
+    from hermes_nb.creation import check_representable
+
+    if isinstance(kernel, Tensor):
+        kernel = kernel.numpy()
+    try:
+        raw = kernel if isinstance(kernel, np.ndarray) else np.asarray(kernel)
+    except ValueError as exc:  # NumPy refuses ragged nesting
+        raise ValueError(f"conv2d: kernel must be a 2-D array of real numbers with rows of one "
+                         f"length, got the ragged {kernel!r}") from exc
+    check_representable(raw, "conv2d", kernel, name="kernel")
+    return np.asarray(raw, dtype=np.float64)
 
 
 def _stencil(x: Tensor, weights: np.ndarray, border: str,
              separable: tuple[tuple[float, ...], tuple[float, ...]] | None) -> Tensor:
-    rows = tuple(tuple(float(w) for w in row) for row in weights)
+    rows = tuple(map(tuple, np.asarray(weights, dtype=np.float64).tolist()))
     return Tensor(make_node("conv2d", [x.node], x.shape, x.dtype,
                             weights=rows, border=border, separable=separable))
 
@@ -136,9 +163,10 @@ def gaussian_blur(x: Any = None, kernel_size: int = 5, sigma: float | None = Non
                   border: str = "reflect101") -> Tensor | Stage:
     """Gaussian blur like ``cv2.GaussianBlur(x, (k, k), sigma)``, applied separably."""
     k = _odd_size("gaussian_blur", "kernel_size", kernel_size)
-    if sigma is not None and (not isinstance(sigma, (int, float)) or not math.isfinite(sigma)
-                              or sigma < 0):
+    if sigma is not None and (not _is_real(sigma) or not math.isfinite(sigma) or sigma < 0):
         raise ValueError(f"gaussian_blur: sigma must be None or a finite number >= 0, got {sigma!r}")
+    if isinstance(sigma, np.generic):  # a NumPy scalar is a number like any other
+        sigma = sigma.item()
     _border("gaussian_blur", border)
     g = gaussian_kernel(k, sigma)
     taps = tuple(float(v) for v in g)
@@ -192,9 +220,7 @@ def conv2d(x: Any = None, kernel: Any = None, border: str = "reflect101") -> Ten
     """2-D correlation with ``kernel`` (like ``cv2.filter2D``), anchored at its centre."""
     if kernel is None:
         raise TypeError("conv2d: a kernel (2-D array of odd sizes) is required")
-    if isinstance(kernel, Tensor):
-        kernel = kernel.numpy()
-    weights = np.asarray(kernel, dtype=np.float64)
+    weights = _kernel_weights(kernel)
     if weights.ndim != 2 or any(s < 1 or s % 2 == 0 for s in weights.shape):
         raise ValueError(
             f"conv2d: kernel must be 2-D with odd sizes, got shape {weights.shape}"

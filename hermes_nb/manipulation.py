@@ -17,11 +17,24 @@ from hermes_nb.tensor import Tensor
 def reshape(x: Any, shape: Sequence[int] | int) -> Tensor:
     """The same elements, in C order, in a new shape (one entry may be -1)."""
     t = _as_tensor(x, "reshape")
-    target = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    new = infer.reshape_shape(t.shape, target)
+    new = infer.reshape_shape(t.shape, _shape_arg(shape))
     if new == t.shape:
         return t
     return Tensor(make_node("reshape", [t.node], new, t.dtype))
+
+
+def _shape_arg(shape: Any) -> tuple[int, ...]:
+    """The target shape as ints; anything else (floats, strings, bools) is a ``TypeError``."""
+    def is_int(v: Any) -> bool:
+        return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+    if is_int(shape):
+        return (int(shape),)
+    if isinstance(shape, (Sequence, np.ndarray)) and not isinstance(shape, (str, bytes)) \
+            and all(is_int(s) for s in shape):
+        return tuple(int(s) for s in shape)
+    raise TypeError(f"reshape: shape must be an int or a sequence of ints (one may be -1), "
+                    f"got {shape!r}")
 
 
 def permute_dims(x: Any, axes: Sequence[int]) -> Tensor:

@@ -34,16 +34,30 @@ def _random(op: str, distribution: str, shape: ShapeLike, dtype: object, seed: i
 
 def uniform(shape: ShapeLike, low: float = 0.0, high: float = 1.0, dtype: object = "float32",
             seed: int | None = None) -> Tensor:
-    """Uniform values in ``[low, high)``."""
-    return _random("random.uniform", "uniform", shape, dtype, seed, (float(low), float(high)))
+    """Uniform values in ``[low, high)``; ``low > high`` is refused when the graph is built."""
+    lo, hi = _real("random.uniform", "low", low), _real("random.uniform", "high", high)
+    if lo > hi:
+        raise ValueError(f"random.uniform: low must be <= high, got low={low!r}, high={high!r}")
+    return _random("random.uniform", "uniform", shape, dtype, seed, (lo, hi))
+
+
+def _real(op: str, name: str, value: object) -> float:
+    """``value`` as a finite float, or ``TypeError``/``ValueError`` naming ``op`` and ``name``."""
+    if not isinstance(value, (int, float, np.integer, np.floating)) \
+            or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}: {name} must be a real number, got {value!r}")
+    if not np.isfinite(value):
+        raise ValueError(f"{op}: {name} must be a finite number, got {value!r}")
+    return float(value)
 
 
 def normal(shape: ShapeLike, loc: float = 0.0, scale: float = 1.0, dtype: object = "float32",
            seed: int | None = None) -> Tensor:
     """Normally distributed values with mean ``loc`` and standard deviation ``scale``."""
-    if scale < 0:
+    mean, spread = _real("random.normal", "loc", loc), _real("random.normal", "scale", scale)
+    if spread < 0:
         raise ValueError(f"random.normal: scale must be >= 0, got {scale}")
-    return _random("random.normal", "normal", shape, dtype, seed, (float(loc), float(scale)))
+    return _random("random.normal", "normal", shape, dtype, seed, (mean, spread))
 
 
 def draw(distribution: str, shape: tuple[int, ...], dtype: np.dtype, seed: int,

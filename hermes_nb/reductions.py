@@ -117,7 +117,10 @@ def var(x: Any, axis: Axis = None, correction: float = 0.0, keepdims: bool = Fal
 
 def _variance(op: str, x: Any, axis: Axis, correction: float, keepdims: bool) -> Tensor:
     t = _as_tensor(x, op)
-    if not isinstance(correction, (int, float)) or correction < 0:
+    if not isinstance(correction, (int, float, np.integer, np.floating)) \
+            or isinstance(correction, (bool, np.bool_)):
+        raise TypeError(f"{op}: correction must be a non-negative number, got {correction!r}")
+    if correction < 0:
         raise ValueError(f"{op}: correction must be a non-negative number, got {correction!r}")
     work = dtypes.float_result(t.dtype)
     axes = _axes(op, t, axis)
@@ -125,6 +128,8 @@ def _variance(op: str, x: Any, axis: Axis, correction: float, keepdims: bool) ->
     centred = xf - mean(xf, axis=axes, keepdims=True)
     total = _reduce("sum", centred * centred, axes, keepdims, work)
     divisor = _count(t, axes) - correction
+    if math.isnan(divisor):  # NumPy: a NaN ddof gives NaN
+        return total * float("nan")
     if divisor > 0:
         return total / float(divisor)
     return total * float("nan") if _count(t, axes) == 0 else total / 0.0

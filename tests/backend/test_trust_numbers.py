@@ -212,3 +212,38 @@ def test_float32_sum_over_an_axis_matches_numpy(device: str, rows, form: str) ->
     expected = rows.sum(axis=1)  # NumPy's pairwise sum along the contiguous axis
     assert got.dtype == np.float32 and got.shape == (3,)
     np.testing.assert_allclose(got, expected, rtol=REL)
+
+
+# ---- inputs are taken as they are, or refused ---------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">f8", ">i4", ">i8"])
+def test_big_endian_input_gives_native_values(device: str, dtype: str) -> None:
+    source = np.arange(-3, 9, dtype=dtype).reshape(3, 4)
+    with hm.device(device):
+        t = hm.asarray(source)
+        got = (t * 2).numpy()
+    assert t.dtype == source.dtype.newbyteorder("=") and t.dtype.isnative
+    np.testing.assert_array_equal(got, source.astype(source.dtype.newbyteorder("=")) * 2)
+    assert got.dtype.isnative
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+def test_nan_correction_gives_nan_like_numpy(device: str, op: str) -> None:
+    data = np.array([[1.0, 2.0, 4.0], [0.5, 3.0, 3.5]])
+    with hm.device(device):
+        got = getattr(hm, op)(hm.asarray(data), axis=1, correction=float("nan")).numpy()
+    with np.errstate(invalid="ignore"):
+        expected = getattr(np, op)(data, axis=1, ddof=float("nan"))
+    assert np.isnan(expected).all()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+
+
+def test_refused_inputs_raise_on_every_device(device: str) -> None:
+    with hm.device(device):
+        with pytest.raises(TypeError, match="conv2d: kernel holds complex values"):
+            hm.conv2d(np.ones((5, 5), np.float32), np.array([[0, 1j, 0]] * 3))
+        with pytest.raises(TypeError, match="asarray: input is a masked array"):
+            hm.asarray(np.ma.masked_invalid([1.0, np.nan]))
+        with pytest.raises(OverflowError, match="full: fill_value 1099511627776 is out of bounds"):
+            hm.full((2,), 2**40, dtype="int32")
