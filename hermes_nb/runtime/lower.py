@@ -7,6 +7,7 @@ scheduler, and on failure retries on the next-best healthy device.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import replace
 from typing import Any
@@ -57,6 +58,7 @@ def load_host_source(spec: OpSpec) -> Resident:
     """Upload a constant, or draw seeded random numbers on the host and upload them."""
     value = host_source_value(spec)
     device = get_device(spec.device)
+    check_allocation(spec, device)
     return Resident(device.id, _guarded(spec, device, lambda: device.run(device.from_host, value)))
 
 
@@ -68,6 +70,7 @@ def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Reside
     while True:
         device = get_device(spec.device)
         try:
+            check_allocation(spec, device)
             buffers = [_moved(r, f"{spec.key} input {i}", device, run_id)
                        for i, r in enumerate(inputs)]
             estimate = decision.estimate_s if decision is not None else None
@@ -84,7 +87,7 @@ def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Reside
                         f"{spec.describe()} failed on every capable device: "
                         + "; ".join(failures), op=spec.op, device=device.id,
                     ) from exc
-                if isinstance(exc, DeviceError):
+                if isinstance(exc, (DeviceError, MemoryError)):
                     raise
                 raise _as_device_error(spec, device, exc) from exc
             log.warning("hermes: %s failed on %s (%s); retrying on %s", spec.op, device.id,
@@ -98,6 +101,19 @@ def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Reside
             decision.estimate_s if decision is not None else None,
             decision.reason if decision is not None else "", tuple(failures)))
         return Resident(device.id, out)
+
+
+def check_allocation(spec: OpSpec, device: Any) -> None:
+    """``MemoryError`` before allocating when the kernel's output is larger than the device's
+    largest single buffer (OpenCL's ``CL_DEVICE_MAX_MEM_ALLOC_SIZE``)."""
+    limit = getattr(getattr(device, "cl_device", None), "max_mem_alloc_size", None)
+    nbytes = math.prod(spec.shape) * spec.dtype.itemsize
+    if isinstance(limit, int) and nbytes > limit:
+        raise MemoryError(
+            f"{spec.describe()}: the result needs one buffer of {nbytes} bytes "
+            f"({nbytes / 2**30:.2f} GiB) on {device.id} ({device.name}), more than its largest "
+            f"allocation CL_DEVICE_MAX_MEM_ALLOC_SIZE = {limit} bytes ({limit / 2**30:.2f} GiB); "
+            "use smaller pieces or a smaller dtype, or run it on another device")
 
 
 def has_integer_pow(spec: OpSpec) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ import hermes_nb as hm
 # ---- a computed tensor is immutable ------------------------------------------------
 
 
-def _computed(device: str) -> tuple[hm.Tensor, np.ndarray]:
+def _computed(device: Any) -> tuple[hm.Tensor, np.ndarray]:
     source = np.arange(6, dtype=np.float32)
     with hm.device(device):
         c = (hm.asarray(source) * 2).compute()
@@ -23,7 +24,7 @@ def _computed(device: str) -> tuple[hm.Tensor, np.ndarray]:
 
 
 @pytest.mark.parametrize("get", ["numpy", "asarray"])
-def test_writing_into_a_result_never_changes_the_tensor(device: str, get: str) -> None:
+def test_writing_into_a_result_never_changes_the_tensor(device: Any, get: str) -> None:
     c, _ = _computed(device)
     out = c.numpy() if get == "numpy" else np.asarray(c)
     try:
@@ -34,7 +35,7 @@ def test_writing_into_a_result_never_changes_the_tensor(device: str, get: str) -
     np.testing.assert_array_equal(c.numpy(), np.arange(6, dtype=np.float32) * 2)
 
 
-def test_np_array_copies_and_is_writable(device: str) -> None:
+def test_np_array_copies_and_is_writable(device: Any) -> None:
     c, _ = _computed(device)
     out = np.array(c)
     out[0] = -1
@@ -42,7 +43,7 @@ def test_np_array_copies_and_is_writable(device: str) -> None:
     np.testing.assert_array_equal((c + 0).numpy(), np.arange(6, dtype=np.float32) * 2)
 
 
-def test_array_protocol_honours_copy(device: str) -> None:
+def test_array_protocol_honours_copy(device: Any) -> None:
     c, _ = _computed(device)
     assert np.asarray(c, copy=True).flags.writeable
     converted = np.asarray(c, dtype=np.float64)
@@ -53,7 +54,7 @@ def test_array_protocol_honours_copy(device: str) -> None:
     np.testing.assert_array_equal(np.asarray(c, copy=False), np.arange(6, dtype=np.float32) * 2)
 
 
-def test_input_array_is_never_changed(device: str) -> None:
+def test_input_array_is_never_changed(device: Any) -> None:
     c, source = _computed(device)
     np.testing.assert_array_equal(source, np.arange(6, dtype=np.float32))
     source[0] = 100  # and changing it afterwards does not leak into the tensor
@@ -106,7 +107,7 @@ def test_keys_agree_across_processes_and_differ_with_data() -> None:
     assert {k.split("-")[1] for k in a1} >= {"constant", "tanh", "sum"}
 
 
-def test_two_clients_on_one_cluster_get_their_own_results(device: str) -> None:
+def test_two_clients_on_one_cluster_get_their_own_results(device: Any) -> None:
     distributed = pytest.importorskip("distributed")
     rng = np.random.default_rng(5)
     images = [rng.uniform(0, 1, (24, 20)).astype(np.float32) for _ in range(2)]
@@ -134,7 +135,7 @@ def test_numpy_refuses_negative_integer_powers() -> None:
 
 
 @pytest.mark.parametrize("exponent", [-2, np.int32(-1), np.array([-1, 0, -1, -2])])
-def test_negative_constant_exponent_raises_at_build(device: str, exponent) -> None:
+def test_negative_constant_exponent_raises_at_build(device: Any, exponent) -> None:
     with hm.device(device):
         x = hm.asarray(BASE)
         with pytest.raises(ValueError, match=NEGATIVE_POWER) as info:
@@ -143,7 +144,7 @@ def test_negative_constant_exponent_raises_at_build(device: str, exponent) -> No
 
 
 @pytest.mark.parametrize("form", ["plain", "fused", "scalar_base", "computed"])
-def test_negative_array_exponent_raises_at_compute(device: str, form: str) -> None:
+def test_negative_array_exponent_raises_at_compute(device: Any, form: str) -> None:
     with hm.device(device):
         x, e = hm.asarray(BASE), hm.arange(-2, 2)
         graph = {
@@ -156,7 +157,7 @@ def test_negative_array_exponent_raises_at_compute(device: str, form: str) -> No
         graph.numpy()
 
 
-def test_non_negative_integer_exponent_still_computes(device: str) -> None:
+def test_non_negative_integer_exponent_still_computes(device: Any) -> None:
     with hm.device(device):
         out = ((hm.asarray(BASE) * 1) ** hm.arange(0, 4)).numpy()
     np.testing.assert_array_equal(out, np.power(BASE, np.arange(4)))
@@ -187,7 +188,7 @@ FLAT = {  # generic reductions, and reductions fused with their producers / epil
 
 
 @pytest.mark.parametrize("form", list(FLAT))
-def test_float32_reduction_of_many_values_matches_numpy(device: str, tenths, form: str) -> None:
+def test_float32_reduction_of_many_values_matches_numpy(device: Any, tenths, form: str) -> None:
     build, reference = FLAT[form]
     with hm.device(device):
         got = build(hm.asarray(tenths)).numpy()
@@ -206,7 +207,7 @@ AXIS = {
 
 
 @pytest.mark.parametrize("form", list(AXIS))
-def test_float32_sum_over_an_axis_matches_numpy(device: str, rows, form: str) -> None:
+def test_float32_sum_over_an_axis_matches_numpy(device: Any, rows, form: str) -> None:
     with hm.device(device):
         got = AXIS[form](hm.asarray(rows)).numpy()
     expected = rows.sum(axis=1)  # NumPy's pairwise sum along the contiguous axis
@@ -218,7 +219,7 @@ def test_float32_sum_over_an_axis_matches_numpy(device: str, rows, form: str) ->
 
 
 @pytest.mark.parametrize("dtype", [">f4", ">f8", ">i4", ">i8"])
-def test_big_endian_input_gives_native_values(device: str, dtype: str) -> None:
+def test_big_endian_input_gives_native_values(device: Any, dtype: str) -> None:
     source = np.arange(-3, 9, dtype=dtype).reshape(3, 4)
     with hm.device(device):
         t = hm.asarray(source)
@@ -229,7 +230,7 @@ def test_big_endian_input_gives_native_values(device: str, dtype: str) -> None:
 
 
 @pytest.mark.parametrize("op", ["var", "std"])
-def test_nan_correction_gives_nan_like_numpy(device: str, op: str) -> None:
+def test_nan_correction_gives_nan_like_numpy(device: Any, op: str) -> None:
     data = np.array([[1.0, 2.0, 4.0], [0.5, 3.0, 3.5]])
     with hm.device(device):
         got = getattr(hm, op)(hm.asarray(data), axis=1, correction=float("nan")).numpy()
@@ -239,7 +240,7 @@ def test_nan_correction_gives_nan_like_numpy(device: str, op: str) -> None:
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
 
 
-def test_refused_inputs_raise_on_every_device(device: str) -> None:
+def test_refused_inputs_raise_on_every_device(device: Any) -> None:
     with hm.device(device):
         with pytest.raises(TypeError, match="conv2d: kernel holds complex values"):
             hm.conv2d(np.ones((5, 5), np.float32), np.array([[0, 1j, 0]] * 3))
@@ -247,3 +248,19 @@ def test_refused_inputs_raise_on_every_device(device: str) -> None:
             hm.asarray(np.ma.masked_invalid([1.0, np.nan]))
         with pytest.raises(OverflowError, match="full: fill_value 1099511627776 is out of bounds"):
             hm.full((2,), 2**40, dtype="int32")
+
+
+def test_opencl_buffer_over_the_device_limit_is_a_clear_memory_error(device: Any) -> None:
+    from hermes_nb.devices import get_device
+
+    dev = get_device(device.id)
+    if dev.kind != "opencl":
+        pytest.skip("CL_DEVICE_MAX_MEM_ALLOC_SIZE is an OpenCL device's limit")
+    limit = int(dev.cl_device.max_mem_alloc_size)
+    with hm.device(device):
+        too_big = hm.zeros((limit // 4 + 1,), dtype="float32") + 1
+    with pytest.raises(MemoryError) as info:
+        too_big.numpy()
+    message = str(info.value)
+    assert f"needs one buffer of {(limit // 4 + 1) * 4} bytes" in message
+    assert f"CL_DEVICE_MAX_MEM_ALLOC_SIZE = {limit} bytes" in message and dev.id in message
