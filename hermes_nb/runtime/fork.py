@@ -33,6 +33,7 @@ def after_fork_in_child() -> None:
     _reset_devices()
     _reset_dask_pools()
     _reset_history_stores()
+    _reset_scheduler_locks()
     _keep_numba_parallel_out()
 
 
@@ -68,6 +69,23 @@ def _reset_history_stores() -> None:
             _abandoned.append(store._conn)
         store._conn = None
         store._retry_at = 0.0
+
+
+def _reset_scheduler_locks() -> None:
+    """Locks another thread of the parent may have held at the fork: new ones (what they
+    guarded is the parent's, complete or not, and no thread of the child holds them)."""
+    profile = sys.modules.get("hermes_nb.runtime.profile")
+    if profile is not None:
+        profile._ids_lock = threading.Lock()
+    policies = sys.modules.get("hermes_nb.scheduler.policies")
+    if policies is None:
+        return
+    policies._default_lock = threading.Lock()
+    scheduler = policies._default
+    if scheduler is not None:
+        scheduler._lock = threading.Lock()
+        scheduler.model._lock = threading.RLock()
+        scheduler.health._lock = threading.Lock()
 
 
 def numba_parallel_fork_unsafe() -> bool:

@@ -175,3 +175,21 @@ def test_parent_keeps_working_after_fork(ran_everywhere: str) -> None:
     _in_child(lambda: None)
     _check(_work(5, ran_everywhere), 5)
     assert hm.get_device(ran_everywhere).unusable_reason is None
+
+
+def test_fork_while_hermes_locks_are_held() -> None:
+    """Another thread of the parent held Hermes's run and scheduler locks at the fork: the
+    child has fresh ones."""
+    from hermes_nb.runtime import profile
+    from hermes_nb.scheduler import policies
+
+    _check(_work(0, "cpu:0"), 0)
+    scheduler = policies.default_scheduler()
+    held = [profile._ids_lock, scheduler._lock, scheduler.model._lock, scheduler.health._lock]
+    for lock in held:
+        lock.acquire()
+    try:
+        _check(_in_child(lambda: _work(1, "cpu:0"), timeout_s=30), 1)
+    finally:
+        for lock in held:
+            lock.release()
