@@ -7,6 +7,7 @@ lazily, so this module imports on machines without it.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import replace
@@ -20,6 +21,7 @@ from hermes_nb.devices.base import Device
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.ir.ops import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY, REDUCTIONS
 
+log = logging.getLogger("hermes_nb.devices")
 _WG = 256  # work-group size of the 1-D kernels; global sizes are rounded up to it
 _SERIAL_ROWS = 64  # rows up to this long are reduced by one work-item each
 _BORDERS = {"reflect101": 0, "reflect": 1, "replicate": 2, "constant": 3}
@@ -222,8 +224,6 @@ class OpenCLDevice(Device):
 
     def _degrade(self, exc: Exception) -> bool:
         """Switch off the next riskiest feature; False when nothing is left to switch off."""
-        import warnings
-
         widths = self._vector_width
         if any(widths.values()):
             for name, width in widths.items():
@@ -237,8 +237,8 @@ class OpenCLDevice(Device):
         self._stencil_configs.clear()
         signal = getattr(exc, "signal", "")
         self.degraded.append(f"{change} (after {signal or 'a crash'})")
-        warnings.warn(f"hermes: {self.id}: a kernel crashed the driver ({signal}); retrying "
-                      f"with {change}", RuntimeWarning, stacklevel=4)
+        log.warning("hermes: %s: a kernel crashed the driver (%s); retrying with %s", self.id,
+                    signal, change)
         return True
 
     def _execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:

@@ -17,7 +17,6 @@ import os
 import shutil
 import threading
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,19 +84,21 @@ class Guard:
             return False
         damaged = [p for p, digest in files.items() if not self._intact(p, digest)]
         if damaged:
-            warnings.warn(f"hermes: {self.device_id}: dropped a damaged driver cache entry "
-                          f"{self.driver_cache / damaged[0]}; rebuilding it", RuntimeWarning,
-                          stacklevel=3)
             self._drop(files, marker)
+            log.warning("hermes: %s: dropped a damaged driver cache entry %s; rebuilding it",
+                        self.device_id, self.driver_cache / damaged[0])
             return False
         self._verified.add(key)
         return True
 
     def _intact(self, relative: str, digest: str) -> bool:
         try:
-            return hashlib.sha256((self.driver_cache / relative).read_bytes()).hexdigest() == digest
+            data = (self.driver_cache / relative).read_bytes()
         except OSError:
             return False
+        if relative.endswith(".so"):  # relinked with new temporary names: check the ELF
+            return elf_complete(data)
+        return hashlib.sha256(data).hexdigest() == digest
 
     def _drop(self, files: dict[str, str], marker: Path) -> None:
         for relative in files:
@@ -190,13 +191,31 @@ class Guard:
         """Empty the driver's cache folder (only a folder Hermes owns) and the markers."""
         self._verified.clear()
         if (self.driver_cache / ".hermes-owned").exists():
-            warnings.warn(f"hermes: {self.device_id}: the driver crashed loading its cache; "
-                          f"emptied {self.driver_cache}", RuntimeWarning, stacklevel=4)
+            log.warning("hermes: %s: the driver failed on its cache; emptied %s", self.device_id,
+                        self.driver_cache)
             for child in self.driver_cache.iterdir():
                 if child.name != ".hermes-owned":
                     shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
         else:
             shutil.rmtree(self._markers, ignore_errors=True)
+
+
+def elf_complete(data: bytes) -> bool:
+    """Whether a 64-bit little-endian ELF file holds every segment and section header its
+    header promises (a truncated or overwritten machine-code cache file does not)."""
+    import struct
+
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return False
+    phoff, shoff = struct.unpack_from("<QQ", data, 0x20)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 0x36)
+    if shoff + shentsize * shnum > len(data) or phoff + phentsize * phnum > len(data):
+        return False
+    for k in range(phnum):
+        offset, _, _, filesz = struct.unpack_from("<QQQQ", data, phoff + k * phentsize + 8)
+        if offset + filesz > len(data):
+            return False
+    return True
 
 
 # PoCL specialises a kernel's machine code on its local size, on a zero global offset and on
