@@ -172,7 +172,11 @@ class ProgramCache:
             with self._lock:
                 knl = self._kernels.get(key)
                 if knl is None:
-                    knl = self._load(source, name)
+                    from hermes_nb.compiler.progress import building
+
+                    where = self._guard.device_id if self._guard is not None else "OpenCL"
+                    with building(f"OpenCL kernel {name} for {where}"):
+                        knl = self._load(source, name)
         return knl
 
     def _load(self, source: str, name: str) -> Any:
