@@ -94,11 +94,12 @@ def test_directly_called_magic_raises_the_users_error(shell: InteractiveShell) -
         shell.run_cell_magic("hermes", "", "boom = 1 / 0\n")
 
 
+@pytest.mark.parametrize("option", ["$where", '"{where}"', "{where.strip()}"])
 def test_variables_in_options_are_expanded(shell: InteractiveShell,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+                                           monkeypatch: pytest.MonkeyPatch, option: str) -> None:
     monkeypatch.setattr(magic, "display", lambda *a: None)
     shell.user_ns["where"] = "cpu:0"
-    result = shell.run_cell("%%hermes --device $where\nt = hm.ones((2,)) + 1")
+    result = shell.run_cell(f"%%hermes --device {option}\nt = hm.ones((2,)) + 1")
     assert result.success
     assert shell.user_ns["t"].device == "cpu:0"
 
