@@ -26,7 +26,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numba
 import numpy as np
@@ -273,25 +273,59 @@ def build_kernel(source: str, prefix: str, signature: tuple[Any, ...]) -> Any:
     digest = hashlib.sha256(source.encode()).hexdigest()[:32]
     path = _write_module(source, f"{prefix}{digest}")
     name = f"hermes_nb_numba_{prefix or 'k'}_{digest}"
+    try:
+        kernel = _load(name, path, signature)
+    except Exception as exc:
+        if not _drop_numba_cache(path):
+            _build_failed(name, path, exc)
+        try:  # a damaged cache file (a crash or a full disk left it half-written): once more
+            kernel = _load(name, path, signature)
+        except Exception as again:
+            _build_failed(name, path, again)
+    kernel.disable_compile()  # one machine-code version per variant, never per call
+    _mark_used(path)
+    trim_disk_cache(path.parent, keep=frozenset({path.stem}))
+    return kernel
+
+
+def _load(name: str, path: Path, signature: tuple[Any, ...]) -> Any:
+    """Import the generated module and compile (or load from Numba's cache) its kernel."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-        kernel = module.kernel
-        kernel.compile(signature)
-    except Exception as exc:  # a Numba typing/lowering error: report, do not cache
-        from hermes_nb.errors import KernelBuildError
-
+        module.kernel.compile(signature)
+    except BaseException:
         sys.modules.pop(name, None)
-        raise KernelBuildError(
-            f"Numba build failed; source saved to {path}\n{type(exc).__name__}: {exc}",
-            log=str(exc), source_path=str(path),
-        ) from exc
-    kernel.disable_compile()  # one machine-code version per variant, never per call
-    _mark_used(path)
-    trim_disk_cache(path.parent, keep=frozenset({path.stem}))
-    return kernel
+        raise
+    return module.kernel
+
+
+def _drop_numba_cache(path: Path) -> bool:
+    """Remove Numba's cache files of the module at ``path``; whether there were any."""
+    import logging
+
+    stale = list((path.parent / "__pycache__").glob(f"{path.stem}.*"))
+    for f in stale:
+        with contextlib.suppress(OSError):
+            f.unlink()
+    if stale:
+        logging.getLogger("hermes_nb.codegen").warning(
+            "hermes: Numba's cache of %s failed to load; dropped %s and rebuilding", path.name,
+            stale[0])
+    return bool(stale)
+
+
+def _build_failed(name: str, path: Path, exc: BaseException) -> NoReturn:
+    """A Numba typing/lowering error: report it, cache nothing."""
+    from hermes_nb.errors import KernelBuildError
+
+    sys.modules.pop(name, None)
+    raise KernelBuildError(
+        f"Numba build failed; source saved to {path}\n{type(exc).__name__}: {exc}",
+        log=str(exc), source_path=str(path),
+    ) from exc
 
 
