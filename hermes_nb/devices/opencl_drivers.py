@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.cache import cache_dir
+from hermes_nb.cache import cache_dir, private_dir
 from hermes_nb.devices import isolation
 
 log = logging.getLogger("hermes_nb.devices")
@@ -144,7 +144,7 @@ def configure_driver_cache() -> Path:
     key = hashlib.sha256("\n".join(_icd_libraries()).encode()).hexdigest()[:16]
     folder = cache_dir("pocl", key)
     try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder = private_dir("pocl", key)  # machine code is loaded from here: never planted
         (folder / ".hermes-owned").touch()
     except OSError as exc:  # unwritable cache: PoCL builds in memory
         log.warning("hermes: cannot use %s for OpenCL kernels (%s); building without a disk "
@@ -280,7 +280,9 @@ class Hidden:
 def choose(candidates: list[Candidate]) -> tuple[list[tuple[Candidate, Verdict]], list[Hidden]]:
     """The candidates to use (one per physical device, newest healthy driver first) and
     the ones left out with the reason."""
-    expose_all = os.environ.get("HERMES_OPENCL_ALL_DRIVERS", "0") == "1"
+    from hermes_nb.settings import env_flag
+
+    expose_all = env_flag("HERMES_OPENCL_ALL_DRIVERS", False)
     groups: dict[tuple[Any, ...], list[Candidate]] = {}
     for c in candidates:
         groups.setdefault(c.physical_key(), []).append(c)

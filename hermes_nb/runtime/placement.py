@@ -69,7 +69,10 @@ def _tiles(node: Node, decision: Decision, candidates: list[str], scheduler: Sch
 
 
 def capable(device: Device, node: Node) -> bool:
-    """Whether ``device`` can run ``node``: its fused ops and its dtypes."""
+    """Whether ``device`` can run ``node``: usable here (not an OpenCL device in a forked
+    child), its fused ops and its dtypes."""
+    if getattr(device, "unusable_reason", None):
+        return False
     if kind_of(node.op) is Kind.FUSED and node.op not in device.fused_ops:
         return False
     return all(device.supports(d) for d in (node.dtype, *(i.dtype for i in node.inputs)))
