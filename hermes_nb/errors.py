@@ -16,6 +16,11 @@ class DeviceError(RuntimeError):
         self.device = device
 
 
+class DeviceMemoryError(DeviceError, MemoryError):
+    """A kernel's buffers cannot fit on its device (known before allocating where possible):
+    the message names the bytes needed and the device's limit."""
+
+
 class KernelBuildError(RuntimeError):
     """A generated kernel did not compile. The message holds the compiler's log and the
     path of the saved source; the failed build is not cached."""

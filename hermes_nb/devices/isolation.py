@@ -52,6 +52,10 @@ class WorkerTimeout(WorkerCrashed):
     """The job ran past its time limit; the worker was killed."""
 
 
+class WorkerCancelled(RuntimeError):
+    """The job was abandoned (the user interrupted the run); the worker was killed."""
+
+
 class WorkerJobError(RuntimeError):
     """The job raised an ordinary exception inside the worker (e.g. a build log error)."""
 
@@ -111,6 +115,7 @@ class Worker:
         self._log_path = log_path
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
+        self._cancelled = False
 
     def call(self, job: str, *args: Any, timeout: float | None = None) -> Any:
         """Run ``job(*args)`` from ``hermes_nb.devices.worker`` in the worker process."""
@@ -129,6 +134,9 @@ class Worker:
                                     log_tail=self._log_tail()) from None
             except (EOFError, BrokenPipeError, OSError):
                 rc = self._reap()
+                if self._cancelled:
+                    self._cancelled = False
+                    raise WorkerCancelled(f"{job}: abandoned by an interrupt") from None
                 raise WorkerCrashed(f"{job}: worker died", returncode=rc,
                                     log_tail=self._log_tail()) from None
         if status == "ok":
@@ -176,6 +184,14 @@ class Worker:
             return ""
         return text.strip()
 
+    def cancel(self) -> None:
+        """Abandon the job in flight (from any thread): kill the worker, so a compile the
+        user interrupted does not keep the device busy; the next job starts a new one."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None and self._lock.locked():
+            self._cancelled = True
+            proc.kill()
+
     def close(self) -> None:
         with self._lock:
             if self._proc is not None and self._proc.stdin is not None:
@@ -205,6 +221,12 @@ def worker() -> Worker:
 
             atexit.register(_worker.close)
         return _worker
+
+
+def cancel_running() -> None:
+    """Abandon whatever the worker is building (after a KeyboardInterrupt)."""
+    if _worker is not None:
+        _worker.cancel()
 
 
 def _after_fork_in_child() -> None:

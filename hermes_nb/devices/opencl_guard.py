@@ -174,6 +174,9 @@ class Guard:
                     f"OpenCL build of kernel {name!r} failed on {self.device_id}; source saved "
                     f"to {path}\n{_short_log(exc.message)}", log=exc.message,
                     source_path=str(path)) from None
+            except isolation.WorkerCancelled:
+                raise KeyboardInterrupt(f"build of kernel {name!r} on {self.device_id} "
+                                        "abandoned") from None
             except isolation.WorkerCrashed as exc:
                 if attempt == 0 and not isinstance(exc, isolation.WorkerTimeout):
                     self.clear_driver_cache()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import os
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,12 +69,47 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
         else:
             # each task blocks while its device's own thread runs it, so one Dask
             # thread per device lets tasks on different devices overlap
-            results = dask.threaded.get(graph, keys, num_workers=max(2, len(devices())))
+            results = interruptible(dask.threaded.get, graph, keys,
+                                    num_workers=max(2, len(devices())))
+    except KeyboardInterrupt:
+        # a compile in the build worker would keep its device busy: abandon it
+        from hermes_nb.devices.isolation import cancel_running
+
+        cancel_running()
+        raise
     finally:
         profile.end(run_id)
         if bar is not None:
             bar.close()
     return list(results)
+
+
+_runner: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def interruptible(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, run on a helper thread while the main thread waits in short
+    slices: an untimed lock wait does not see an interrupt raised by
+    ``_thread.interrupt_main`` (some front ends' Ctrl-C) until the run ends."""
+    global _runner
+    if threading.current_thread() is not threading.main_thread():
+        return fn(*args, **kwargs)
+    if _runner is None:
+        _runner = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="hermes-run")
+    future = _runner.submit(fn, *args, **kwargs)
+    while True:
+        try:
+            return future.result(timeout=0.2)
+        except concurrent.futures.TimeoutError:
+            continue
+
+
+def _forget_runner() -> None:
+    global _runner
+    _runner = None
+
+
+os.register_at_fork(after_in_child=_forget_runner)
 
 
 def _print_schedule(outputs: list[Node], placed: dict[int, Placement]) -> None:

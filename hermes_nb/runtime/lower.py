@@ -16,7 +16,7 @@ import numpy as np
 
 from hermes_nb import random as hm_random
 from hermes_nb.devices import get_device
-from hermes_nb.errors import DeviceError
+from hermes_nb.errors import DeviceError, DeviceMemoryError
 from hermes_nb.ir.node import Node, OpSpec, toposort
 from hermes_nb.runtime import profile
 from hermes_nb.runtime.coexec import lower_split
@@ -87,7 +87,7 @@ def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Reside
                         f"{spec.describe()} failed on every capable device: "
                         + "; ".join(failures), op=spec.op, device=device.id,
                     ) from exc
-                if isinstance(exc, (DeviceError, MemoryError)):
+                if isinstance(exc, DeviceError):
                     raise
                 raise _as_device_error(spec, device, exc) from exc
             log.warning("hermes: %s failed on %s (%s); retrying on %s", spec.op, device.id,
@@ -109,11 +109,12 @@ def check_allocation(spec: OpSpec, device: Any) -> None:
     limit = getattr(getattr(device, "cl_device", None), "max_mem_alloc_size", None)
     nbytes = math.prod(spec.shape) * spec.dtype.itemsize
     if isinstance(limit, int) and nbytes > limit:
-        raise MemoryError(
+        raise DeviceMemoryError(
             f"{spec.describe()}: the result needs one buffer of {nbytes} bytes "
             f"({nbytes / 2**30:.2f} GiB) on {device.id} ({device.name}), more than its largest "
             f"allocation CL_DEVICE_MAX_MEM_ALLOC_SIZE = {limit} bytes ({limit / 2**30:.2f} GiB); "
-            "use smaller pieces or a smaller dtype, or run it on another device")
+            "use smaller pieces or a smaller dtype, or run it on another device",
+            op=spec.op, device=device.id)
 
 
 def has_integer_pow(spec: OpSpec) -> bool:

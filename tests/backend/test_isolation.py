@@ -181,3 +181,37 @@ def test_damaged_pyopencl_cache_database_is_moved_aside(cl_dev, tmp_path):
     assert second.returncode == 0, second.stderr[-3000:]
     assert second.stdout.strip().endswith("ok")
     assert "was damaged; moved it to" in second.stderr
+
+
+INTERRUPTED = """
+import json, os, threading, time, _thread
+import numpy as np, hermes_nb as hm
+x = np.linspace(0, 1, 3000, dtype=np.float32)
+os.environ["HERMES_TEST_BUILD_FAULT"] = "hang"
+threading.Timer(1.0, _thread.interrupt_main).start()
+t0 = time.perf_counter()
+try:
+    with hm.device("{dev}"):
+        (hm.asarray(x) * 1.25 + 0.5).numpy()
+    raise SystemExit("not interrupted")
+except KeyboardInterrupt:
+    returned = time.perf_counter() - t0 - 1.0
+del os.environ["HERMES_TEST_BUILD_FAULT"]
+t0 = time.perf_counter()
+with hm.device("{dev}"):
+    y = (hm.asarray(x) * 1.25 + 0.5).numpy()
+again = time.perf_counter() - t0
+assert np.allclose(y, x * 1.25 + 0.5)
+print(json.dumps({{"returned": returned, "again": again}}))
+"""
+
+
+def test_interrupt_during_a_build_returns_at_once_and_frees_the_device(cl_dev, tmp_path):
+    env = {"HERMES_NB_CACHE_DIR": str(tmp_path), "HERMES_OPENCL_ALL_DRIVERS": "1"}
+    warm = _run_child(CHILD.format(dev=cl_dev.id), env)  # self-test and worker start-up
+    assert warm.returncode == 0, warm.stderr[-2000:]
+    proc = _run_child(INTERRUPTED.format(dev=cl_dev.id), env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert figures["returned"] < 1.0  # control back within a second of the interrupt
+    assert figures["again"] < 30.0  # the hung build no longer holds the device
