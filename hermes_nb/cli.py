@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from collections.abc import Sequence
 
@@ -27,19 +26,15 @@ def _devices(show_all: bool) -> int:
 
 
 def _cache(action: str) -> int:
-    from hermes_nb.cache import cache_dir
-    from hermes_nb.doctor import cache_report
+    from hermes_nb.cache import cache_dir, cache_sizes, clear_all
 
+    sizes = cache_sizes()
     if action == "info":
-        for folder, size in cache_report():
-            print(f"{size / 2**20:8.1f} MiB  {folder}")
+        for name, size in sorted(sizes.items()):
+            print(f"{size / 2**20:8.1f} MiB  {cache_dir(name)}")
         return 0
-    root = cache_dir()
-    removed = 0
-    for folder, size in cache_report():
-        shutil.rmtree(folder, ignore_errors=True)
-        removed += size
-    print(f"removed {removed / 2**20:.1f} MiB from {root}")
+    removed = clear_all()
+    print(f"removed {len(removed)} cache(s), {sum(sizes.values()) / 2**20:.1f} MiB, from {cache_dir()}")
     return 0
 
 

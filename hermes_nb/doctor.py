@@ -8,32 +8,11 @@ device checked against SciPy. The exit status is non-zero when no device can run
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
-from hermes_nb.cache import cache_dir
-
-
-def _folder_bytes(path: Path) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for name in files:
-            try:
-                total += (Path(dirpath) / name).stat().st_size
-            except OSError:
-                continue
-    return total
-
-
-def cache_report() -> list[tuple[str, int]]:
-    """(folder, bytes) of each cache Hermes keeps."""
-    root = cache_dir()
-    if not root.is_dir():
-        return []
-    return [(str(p), _folder_bytes(p)) for p in sorted(root.iterdir()) if p.is_dir()]
+from hermes_nb.cache import cache_dir, cache_sizes
 
 
 def reference_edges(image: np.ndarray) -> np.ndarray:
@@ -84,8 +63,8 @@ def main(out: Callable[[str], None] = print) -> int:
     for hidden in opencl.hidden_devices():
         out(f"  (not used) {hidden.name}  [{hidden.driver}]: {hidden.reason}")
     out("\nCaches")
-    for folder, size in cache_report():
-        out(f"  {size / 2**20:8.1f} MiB  {folder}")
+    for name, size in sorted(cache_sizes().items()):
+        out(f"  {size / 2**20:8.1f} MiB  {cache_dir(name)}")
     out("\nBlur 5×5 + Sobel, 256×256 float32, against SciPy")
     healthy = 0
     for d in devices:

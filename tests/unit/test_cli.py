@@ -83,3 +83,24 @@ def test_no_command_fails() -> None:
     with pytest.raises(SystemExit) as info:
         cli.main([])
     assert info.value.code not in (0, None)
+
+
+def test_devices_all_lists_the_left_out_drivers_with_their_reason(capsys):
+    from hermes_nb.devices.opencl import hidden_devices
+
+    assert cli.main(["devices", "--all"]) == 0
+    out = capsys.readouterr().out
+    for hidden in hidden_devices():
+        assert f"{hidden.name}  driver={hidden.driver}  not used: {hidden.reason}" in out
+
+
+def test_cache_clear_empties_every_cache(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HERMES_NB_CACHE_DIR", str(tmp_path))
+    for folder in ("numba", "pocl/abc", "selftest"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "entry").write_bytes(b"x" * 1000)
+    assert cli.main(["cache", "info"]) == 0
+    assert str(tmp_path / "selftest") in capsys.readouterr().out
+    assert cli.main(["cache", "clear"]) == 0
+    assert "removed 3 cache(s)" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
