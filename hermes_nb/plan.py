@@ -76,7 +76,27 @@ class Plan:
 
 
 def kernel_source(node: Node, device: str) -> str | None:
-    """The generated source of a fused kernel on ``device``'s kind (None for library calls)."""
+    """The generated source of a fused kernel on ``device`` (None for library calls): from
+    the device itself where it chooses its variants at run time (OpenCL: vector width,
+    tiles, passes), so it is byte for byte the source that runs; else from its kind."""
+    live = _live_device(device)
+    if live is not None and hasattr(live, "kernel_source"):
+        from hermes_nb.ir.node import OpSpec
+
+        return live.kernel_source(OpSpec.of(node, device))
+    return _kind_source(node, device)
+
+
+def _live_device(device: str) -> object | None:
+    from hermes_nb.devices import get_device
+
+    try:
+        return get_device(device)
+    except (ValueError, TypeError):  # a simulated or remote device: its kind's source
+        return None
+
+
+def _kind_source(node: Node, device: str) -> str | None:
     if node.op in ("fused_reduce", "fused_matmul"):
         from hermes_nb.codegen import fused_source
 

@@ -259,10 +259,11 @@ class OpenCLDevice(Device):
     # ---- elementwise -----------------------------------------------------------------------
 
     @staticmethod
-    def _broadcast_layout(spec: OpSpec, inputs: Sequence[Any], n: int) -> tuple[str, list[int]]:
+    def _broadcast_layout(spec: OpSpec, n: int) -> tuple[str, list[int]]:
         """Per input ``s`` (one element), ``f`` (full size) or ``g`` (strided), and the meta
         (collapsed output shape, then each strided input's strides) the ``g`` ones need."""
-        modes = "".join("s" if x.size == 1 else "f" if x.size == n else "g" for x in inputs)
+        sizes = [math.prod(s) for s in spec.in_shapes]
+        modes = "".join("s" if size == 1 else "f" if size == n else "g" for size in sizes)
         strided = [k for k, m in enumerate(modes) if m == "g"]
         meta: list[int] = [0]
         if strided:
@@ -280,7 +281,6 @@ class OpenCLDevice(Device):
         return self._op_fused_elementwise(fused, inputs)
 
     def _op_fused_elementwise(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        from hermes_nb.codegen import c_kernels, c_source
 
         program = spec.attrs["program"]
         if not self.fp64 and any(i.dtype == "float64" for i in program.instrs):
@@ -289,15 +289,8 @@ class OpenCLDevice(Device):
         n = out.size
         if n == 0:
             return out
-        modes, meta = self._broadcast_layout(spec, inputs, n)
-        # PoCL vectorises exp & co. only on vector types: contiguous float programs run
-        # `width` elements per work-item.
-        flt = c_source.vector_dtype(program)
-        width = self._vector_width[flt] if flt is not None and "g" not in modes else 0
-        if n < width:
-            width = 0
+        source, modes, meta, width = self._elementwise_variant(spec)
         vector = width > 0
-        source = c_kernels.opencl_source(program, modes, width, self.fp64)
         args = [out.data, *(x.data for x in inputs),
                 (self._meta(meta) if "g" in modes else self._unused).data]
         done = 0
@@ -311,6 +304,40 @@ class OpenCLDevice(Device):
             knl(self.queue, (_round_up(n - done, wg),), (wg,), *args, np.int64(n),
                 global_offset=(done,))
         return out
+
+    def _elementwise_variant(self, spec: OpSpec) -> tuple[str, str, list[int], int]:
+        """Source, input modes, strides meta and vector width of a fused elementwise kernel."""
+        from hermes_nb.codegen import c_kernels, c_source
+
+        program = spec.attrs["program"]
+        n = math.prod(spec.shape)
+        modes, meta = self._broadcast_layout(spec, n)
+        # PoCL vectorises exp & co. only on vector types: contiguous float programs run
+        # `width` elements per work-item.
+        flt = c_source.vector_dtype(program)
+        width = self._vector_width[flt] if flt is not None and "g" not in modes else 0
+        if n < width:
+            width = 0
+        return c_kernels.opencl_source(program, modes, width, self.fp64), modes, meta, width
+
+    def kernel_source(self, spec: OpSpec) -> str | None:
+        """The source this device builds for a fused kernel, chosen exactly as execution
+        chooses it (vector width, tiles, passes): what ``explain()`` shows is what runs."""
+        from hermes_nb.codegen import stencil_c
+        from hermes_nb.devices import opencl_fused, opencl_stencil
+
+        if math.prod(spec.shape) == 0:
+            return None
+        if spec.op == "fused_elementwise":
+            return self._elementwise_variant(spec)[0]
+        if spec.op == "fused_reduce":
+            return opencl_fused.reduce_source(self, spec)
+        if spec.op == "fused_matmul":
+            return opencl_fused.matmul_source(self, spec)
+        if spec.op == "fused_stencil":
+            cfg = opencl_stencil.stencil_config(self, spec.attrs["stencil"])
+            return None if cfg is None else stencil_c.opencl_stencil_source(spec.attrs["stencil"], cfg)
+        return None
 
     def _op_fused_stencil(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         from hermes_nb.devices import opencl_stencil  # one kernel, tiles in local memory

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -72,10 +73,24 @@ def fused_reduce(dev: OpenCLDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
     return out.reshape(spec.shape)
 
 
-def _reduce_pass(dev: OpenCLDevice, prologue: Program, epilogue: Program | None, op: str,
-                 acc: str, pro_in: list[Any], kind: str, classes: tuple[str, ...],
-                 meta: list[np.ndarray], epi_in: list[Any]) -> Any:
-    oshape, ostr, rshape, rstr = meta
+@dataclass(frozen=True)
+class ReducePass:
+    """One launch of a fused reduction: its source and geometry."""
+
+    source: str
+    name: str
+    width: int
+    parts: int
+    chunk: int
+    epilogue: Program | None
+    eclasses: str
+
+
+def _reduce_plan(dev: OpenCLDevice, prologue: Program, epilogue: Program | None, op: str,
+                 acc: str, kind: str, classes: tuple[str, ...], meta: list[np.ndarray],
+                 epi_sizes: Sequence[int]) -> ReducePass:
+    """What one pass runs: vector width, chunks per output and the generated source."""
+    oshape, _, rshape, _ = meta
     m, k = int(np.prod(oshape)), int(np.prod(rshape))
     rank1 = len(rshape) == 1
     width = 0
@@ -90,11 +105,50 @@ def _reduce_pass(dev: OpenCLDevice, prologue: Program, epilogue: Program | None,
     if width:
         chunk = _round_up(chunk, width)
     parts = -(-k // chunk)
-    final = parts == 1
-    epi = epilogue if final else None
-    eclasses = "".join("s" if x.size == 1 else "f" for x in epi_in) if epi is not None else ""
+    epi = epilogue if parts == 1 else None
+    eclasses = "".join("s" if n == 1 else "f" for n in epi_sizes) if epi is not None else ""
     source = c_fused.opencl_reduce_source(prologue, epi, op, acc, rank1, eclasses,
                                           "".join(classes) if width else "", width, dev.fp64)
+    return ReducePass(source, "fred_vec" if width else "fred", width, parts, chunk, epi, eclasses)
+
+
+def _second_pass(acc: str, m: int, parts: int) -> tuple[Program, str, tuple[str, ...], list[Any]]:
+    from hermes_nb.compiler.fuse_reduce import identity_program
+
+    kind, classes, meta = layout((m, parts), (1,), [(m, parts)])
+    return identity_program(acc), kind, classes, meta
+
+
+PASS_SEPARATOR = "\n// ---- next pass: the partial results of the pass above ----\n"
+
+
+def reduce_source(dev: OpenCLDevice, spec: OpSpec) -> str | None:
+    """The source(s) ``fused_reduce`` builds for ``spec`` on ``dev``, pass by pass."""
+    a = spec.attrs
+    if math.prod(a["in_shape"]) == 0 or math.prod(spec.shape) == 0:
+        return None  # NumPy's rules on the host
+    n = a["n_prologue"]
+    kind, classes, meta = layout(a["in_shape"], a["axes"], spec.in_shapes[:n])
+    epi_sizes = [1 if math.prod(s) == 1 else math.prod(spec.shape) for s in spec.in_shapes[n:]]
+    prologue, sources = a["prologue"], []
+    while True:
+        step = _reduce_plan(dev, prologue, a["epilogue"], a["reduce"], a["reduce_dtype"], kind,
+                            classes, meta, epi_sizes)
+        sources.append(step.source)
+        if step.parts == 1:
+            return PASS_SEPARATOR.join(sources)
+        m = int(np.prod(meta[0]))
+        prologue, kind, classes, meta = _second_pass(a["reduce_dtype"], m, step.parts)
+
+
+def _reduce_pass(dev: OpenCLDevice, prologue: Program, epilogue: Program | None, op: str,
+                 acc: str, pro_in: list[Any], kind: str, classes: tuple[str, ...],
+                 meta: list[np.ndarray], epi_in: list[Any]) -> Any:
+    oshape, ostr, rshape, rstr = meta
+    m, k = int(np.prod(oshape)), int(np.prod(rshape))
+    step = _reduce_plan(dev, prologue, epilogue, op, acc, kind, classes, meta,
+                        [x.size for x in epi_in])
+    epi, parts, chunk = step.epilogue, step.parts, step.chunk
     out_dtype = epi.dtype_of(epi.outputs[0]) if epi is not None else acc
     out = dev.empty((m * parts,), np.dtype(out_dtype))
     flat_meta = [len(oshape), len(rshape), *oshape.tolist(), *rshape.tolist(),
@@ -102,26 +156,27 @@ def _reduce_pass(dev: OpenCLDevice, prologue: Program, epilogue: Program | None,
     args = [out.data, *(x.data for x in pro_in), *(x.data for x in (epi_in if epi else [])),
             dev._meta([int(v) for v in flat_meta]).data, np.int64(m), np.int64(k),
             np.int64(parts), np.int64(chunk), np.int32(dev._cpu)]
-    knl = dev.programs.kernel(source, "fred_vec" if width else "fred")
+    knl = dev.programs.kernel(step.source, step.name)
     wg = dev._group_size(knl)
     if dev._cpu:  # one work-item walks a whole chunk: small groups spread over the cores
         per_core = max(1, (m * parts) // (4 * dev.compute_units))
         wg = min(wg, 1 << (per_core.bit_length() - 1))
     knl(dev.queue, (_round_up(m * parts, wg),), (wg,), *args)
-    if final:
+    if parts == 1:
         return out
     # second pass: the (m, parts) partials, contiguous, then the epilogue
-    from hermes_nb.compiler.fuse_reduce import identity_program
+    identity, kind2, classes2, meta2 = _second_pass(acc, m, parts)
+    return _reduce_pass(dev, identity, epilogue, op, acc, [out], kind2, classes2, meta2, epi_in)
 
-    kind2, classes2, meta2 = layout((m, parts), (1,), [(m, parts)])
-    return _reduce_pass(dev, identity_program(acc), epilogue, op, acc, [out], kind2, classes2,
-                        meta2, epi_in)
+
+def matmul_source(dev: OpenCLDevice, spec: OpSpec) -> str:
+    """The tiled matmul with ``spec``'s epilogue at its store, as built on ``dev``."""
+    hooks = c_fused.opencl_matmul_hooks(spec.attrs["epilogue"], spec.attrs["matmul_dtype"])
+    return src.typed_source("matmul", np.dtype(spec.attrs["matmul_dtype"]), dev.fp64, **hooks)
 
 
 def fused_matmul(dev: OpenCLDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
     """The tiled matmul with the epilogue at its store."""
-    epilogue = spec.attrs["epilogue"]
-    dtype = np.dtype(spec.attrs["matmul_dtype"])
     (a_shape, b_shape), rest_shapes = spec.in_shapes[:2], spec.in_shapes[2:]
     m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
     batch = spec.shape[:-2]
@@ -138,8 +193,7 @@ def fused_matmul(dev: OpenCLDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
     aoff = dev.from_host(offsets(a_shape, m * k))
     boff = dev.from_host(offsets(b_shape, k * n))
     out = dev.empty(spec.shape, spec.dtype)
-    hooks = c_fused.opencl_matmul_hooks(epilogue, dtype.name)
-    knl = dev.programs.kernel(src.typed_source("matmul", dtype, dev.fp64, **hooks), "matmul")
+    knl = dev.programs.kernel(matmul_source(dev, spec), "matmul")
     extra: list[Any] = [x.data for x in inputs[2:]]
     if rest_shapes:
         eoff, estr = [], []
