@@ -346,19 +346,3 @@ def _red() -> Any:
     from hermes_nb import reductions
 
     return reductions
-
-
-def as_tensor(value: Any, *, op: str) -> Tensor:
-    """``value`` as a Tensor: Tensors pass through, arrays and scalars become constants."""
-    if isinstance(value, Tensor):
-        return value
-    from hermes_nb.creation import asarray
-
-    try:
-        return asarray(value)
-    except TypeError as exc:
-        raise TypeError(f"{op}: expected a Tensor, array or scalar, got {exc}") from None
-
-
-def supported_dtype(value: object, op: str) -> np.dtype:
-    return dtypes.as_dtype(value, op=op)
