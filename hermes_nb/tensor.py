@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hermes_nb import dtypes
 from hermes_nb.ir.node import Node, toposort
 
 if TYPE_CHECKING:
