@@ -25,6 +25,7 @@ demo: env
 
 lint: env
 	$(BIN)/ruff check hermes_nb tests benchmarks
+	$(BIN)/lint-imports
 
 test: env lint
 	$(BIN)/python -m pytest

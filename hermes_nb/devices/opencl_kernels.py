@@ -16,8 +16,6 @@ from typing import Any
 
 import numpy as np
 
-import hermes_nb
-
 # dtype -> (OpenCL C type, unsigned twin used for wrapping integer arithmetic)
 CL_TYPES: dict[str, tuple[str, str]] = {
     "bool": ("uchar", "uchar"),
@@ -42,7 +40,7 @@ def utype(dtype: np.dtype) -> str:
 
 def kernel_dir() -> Path:
     """The folder holding the ``.cl`` templates (in the wheel, else in the source checkout)."""
-    root = Path(hermes_nb.__file__).parent
+    root = Path(__file__).resolve().parents[1]  # the hermes_nb package folder
     shipped = root / "_kernels" / "opencl"
     return shipped if shipped.is_dir() else root.parent / "kernels" / "opencl"
 
