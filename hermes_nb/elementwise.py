@@ -88,8 +88,10 @@ def _binary(op: str, x1: Any, x2: Any, *, compute: str = "same") -> Tensor:
     if work not in dtypes.SUPPORTED:
         raise TypeError(f"{op}: result dtype {work.name} is not supported")
     out = work
-    if compute == "float":
-        if op == "hypot":
+    if compute == "bitwise":
+        _require_integer(op, (("x1", a), ("x2", b)))
+    elif compute == "float":
+        if op != "divide":  # bool / bool is float64 (NumPy); the other float functions need numbers
             _reject_bool(op, work)
         work = out = dtypes.float_result(work)
     elif compute == "compare":
@@ -99,9 +101,26 @@ def _binary(op: str, x1: Any, x2: Any, *, compute: str = "same") -> Tensor:
     return _elementwise(op, [cast(a, work, op), cast(b, work, op)], out)
 
 
+def _require_integer(op: str, operands: tuple[tuple[str, Any], ...]) -> None:
+    """Bitwise ops take integer and bool operands only."""
+    for name, value in operands:
+        if isinstance(value, Tensor) and dtypes.is_float(value.dtype):
+            what = f"dtype {value.dtype.name}"
+        elif isinstance(value, float):
+            what = f"a Python float ({value!r})"
+        else:
+            continue
+        raise TypeError(f"{op}: argument {name} has {what}; {op} is defined for integer and "
+                        f"bool dtypes only (int32, int64, bool)")
+
+
 def _unary(op: str, x: Any, *, compute: str = "same") -> Tensor:
     t = _as_tensor(x, op)
     work = t.dtype
+    if compute == "predicate":
+        return _elementwise(op, [t], dtypes.bool_)
+    if compute == "bitwise":
+        _require_integer(op, (("x", t),))
     if compute == "float":
         _reject_bool(op, work)
         work = dtypes.float_result(work)
@@ -166,6 +185,39 @@ def minimum(x1: Operand, x2: Operand) -> Tensor:
 
 def hypot(x1: Operand, x2: Operand) -> Tensor:
     return _binary("hypot", x1, x2, compute="float")
+
+
+def atan2(x1: Operand, x2: Operand) -> Tensor:
+    """Arctangent of ``x1 / x2`` in the quadrant of the point ``(x2, x1)``."""
+    return _binary("atan2", x1, x2, compute="float")
+
+
+def logaddexp(x1: Operand, x2: Operand) -> Tensor:
+    """``log(exp(x1) + exp(x2))`` without overflow."""
+    return _binary("logaddexp", x1, x2, compute="float")
+
+
+def copysign(x1: Operand, x2: Operand) -> Tensor:
+    """``|x1|`` with the sign of ``x2``."""
+    return _binary("copysign", x1, x2, compute="float")
+
+
+# ---- bitwise (integers and bool) ----------------------------------------------------
+def bitwise_and(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("bitwise_and", x1, x2, compute="bitwise")
+
+
+def bitwise_or(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("bitwise_or", x1, x2, compute="bitwise")
+
+
+def bitwise_xor(x1: Operand, x2: Operand) -> Tensor:
+    return _binary("bitwise_xor", x1, x2, compute="bitwise")
+
+
+def bitwise_invert(x: Operand) -> Tensor:
+    """``~x``: bits flipped for integers, ``not x`` for bool."""
+    return _unary("bitwise_invert", x, compute="bitwise")
 
 
 # ---- comparisons and logic ----------------------------------------------------------
@@ -271,6 +323,89 @@ def ceil(x: Operand) -> Tensor:
 def round(x: Operand) -> Tensor:
     """Round half to even, like NumPy."""
     return _unary("round", x, compute="round")
+
+
+def expm1(x: Operand) -> Tensor:
+    return _unary("expm1", x, compute="float")
+
+
+def log1p(x: Operand) -> Tensor:
+    return _unary("log1p", x, compute="float")
+
+
+def log2(x: Operand) -> Tensor:
+    return _unary("log2", x, compute="float")
+
+
+def log10(x: Operand) -> Tensor:
+    return _unary("log10", x, compute="float")
+
+
+def sinh(x: Operand) -> Tensor:
+    return _unary("sinh", x, compute="float")
+
+
+def cosh(x: Operand) -> Tensor:
+    return _unary("cosh", x, compute="float")
+
+
+def tan(x: Operand) -> Tensor:
+    return _unary("tan", x, compute="float")
+
+
+def asin(x: Operand) -> Tensor:
+    return _unary("asin", x, compute="float")
+
+
+def acos(x: Operand) -> Tensor:
+    return _unary("acos", x, compute="float")
+
+
+def atan(x: Operand) -> Tensor:
+    return _unary("atan", x, compute="float")
+
+
+def asinh(x: Operand) -> Tensor:
+    return _unary("asinh", x, compute="float")
+
+
+def acosh(x: Operand) -> Tensor:
+    return _unary("acosh", x, compute="float")
+
+
+def atanh(x: Operand) -> Tensor:
+    return _unary("atanh", x, compute="float")
+
+
+def reciprocal(x: Operand) -> Tensor:
+    return _unary("reciprocal", x, compute="float")
+
+
+def square(x: Operand) -> Tensor:
+    """``x * x`` in ``x``'s dtype."""
+    return _unary("square", x, compute="numeric")
+
+
+def sign(x: Operand) -> Tensor:
+    """-1, 0 or 1 in ``x``'s dtype; NaN stays NaN."""
+    return _unary("sign", x, compute="numeric")
+
+
+def trunc(x: Operand) -> Tensor:
+    """Round towards 0; integers and bools are returned as they are."""
+    return _unary("trunc", x, compute="round")
+
+
+def isnan(x: Operand) -> Tensor:
+    return _unary("isnan", x, compute="predicate")
+
+
+def isinf(x: Operand) -> Tensor:
+    return _unary("isinf", x, compute="predicate")
+
+
+def isfinite(x: Operand) -> Tensor:
+    return _unary("isfinite", x, compute="predicate")
 
 
 # ---- selection ----------------------------------------------------------------------

@@ -30,7 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from hermes_nb.compiler.program import Instr, Program
-from hermes_nb.ir.ops import COMPARISONS, FLOAT_FUNCTIONS
+from hermes_nb.ir.ops import COMPARISONS, FLOAT_FUNCTIONS, PREDICATES
 
 __all__ = [
     "CUDA",
@@ -81,6 +81,22 @@ FLOAT_FORMS: dict[str, str] = {
     "maximum": "(({a} > {b} || isnan({a})) ? {a} : {b})",
     "minimum": "(({a} < {b} || isnan({a})) ? {a} : {b})",
     "hypot": "@hypot({a}, {b})",
+    **{op: f"@{op}({{a}})" for op in (
+        "expm1", "log1p", "log2", "log10", "sinh", "cosh", "tan", "asin", "acos", "atan",
+        "asinh", "acosh", "atanh", "trunc")},
+    "atan2": "@atan2({a}, {b})",
+    "copysign": "@copysign({a}, {b})",
+    "reciprocal": "(({T})1 / {a})",
+    "square": "({a} * {a})",
+    # NumPy: sign(+-0) is +0, sign(NaN) is NaN
+    "sign": "({a} > ({T})0 ? ({T})1 : {a} < ({T})0 ? ({T})-1 : {a} == ({T})0 ? ({T})0 : {a})",
+    "isnan": "isnan({a})",
+    "isinf": "isinf({a})",
+    "isfinite": "isfinite({a})",
+    # npy_logaddexp: equal operands (also both infinite) give x + log(2)
+    "logaddexp": "({a} == {b} ? {a} + ({T})0.693147180559945309417 : ({a} - {b}) > ({T})0 ? "
+                 "{a} + @log1p(@exp({b} - {a})) : ({a} - {b}) <= ({T})0 ? "
+                 "{b} + @log1p(@exp({a} - {b})) : ({a} - {b}))",
 }
 INT_FORMS: dict[str, str] = {
     "negative": "({T})(({U})0 - ({U}){a})",
@@ -99,6 +115,16 @@ INT_FORMS: dict[str, str] = {
     "pow": "h_pow_{s}({a}, {b})",
     "maximum": "({a} >= {b} ? {a} : {b})",
     "minimum": "({a} <= {b} ? {a} : {b})",
+    "square": _WRAP.replace("{op}", "*").replace("{b}", "{a}"),
+    "sign": "(({a} > ({T})0) - ({a} < ({T})0))",
+    "trunc": "{a}",
+    "isnan": "0",
+    "isinf": "0",
+    "isfinite": "1",
+    "bitwise_and": "({a} & {b})",
+    "bitwise_or": "({a} | {b})",
+    "bitwise_xor": "({a} ^ {b})",
+    "bitwise_invert": "(~{a})",
 }
 # NumPy's bool arithmetic: + is or, * is and, max/min are or/and.
 BOOL_FORMS: dict[str, str] = {
@@ -114,6 +140,7 @@ BOOL_FORMS: dict[str, str] = {
     "pow": "({a} | !{b})",
     "maximum": "({a} | {b})",
     "minimum": "({a} & {b})",
+    "bitwise_invert": "(!{a})",
 }
 _SHARED = {  # same form for every operand dtype
     "equal": "({a} == {b})",
@@ -198,7 +225,13 @@ VECTOR_FLOAT_FORMS: dict[str, str] = {
     **{op: FLOAT_FORMS[op].replace("@", "").replace("{T}", "{F}") for op in (
         "negative", "abs", "log", "sqrt", "floor",
         "ceil", "round", "add", "subtract", "multiply", "divide", "hypot",
+        "expm1", "log1p", "log2", "log10", "trunc", "copysign", "square",
     )},
+    "reciprocal": "(({F})1 / {a})",
+    "sign": "select(select(({V})(({F})0), {a}, isnan({a})), "
+            "select(({V})(({F})-1), ({V})(({F})1), {a} > ({F})0), ({a} > ({F})0) | ({a} < ({F})0))",
+    # vector predicates return masks (-1/0), the vector form's bool values
+    **{op: f"{op}({{a}})" for op in PREDICATES},
     # vector exp/tanh handle NaN (only PoCL's scalar forms need the guard)
     "exp": "exp({a})",
     "tanh": "tanh({a})",
@@ -365,7 +398,7 @@ class OpenCLRenderer(CStyleRenderer):
                 return None
             # bool-typed results of float ops other than comparisons would need 0/1 arithmetic
             if in_dtype == f and instr.dtype == "bool" and instr.op not in COMPARISONS \
-                    and instr.op != "logical_not":
+                    and instr.op not in PREDICATES and instr.op != "logical_not":
                 return None
         return f
 

@@ -241,17 +241,14 @@ class _Emitter:
                     for v, d in zip([*args, ""][:2], [*in_dtypes, "bool"][:2]))
             return {"logical_and": f"({x} & {y})", "logical_or": f"({x} | {y})",
                     "logical_not": f"(not {x})"}[op]
-        if is_bool:  # NumPy's bool arithmetic: add/maximum are or, multiply/minimum are and
-            if op in ("add", "maximum"):
-                return f"({a} | {b})"
-            if op in ("multiply", "minimum"):
-                return f"({a} & {b})"
-            need(op in ("abs", "floor", "ceil", "round"))
-            return a
+        if op in _PREDICATE_FORMS:
+            return _PREDICATE_FORMS[op][0 if is_float else 1].format(a=a)
+        if is_bool:
+            need(op in _BOOL_FORMS)
+            return _BOOL_FORMS[op].format(a=a, b=b)
         need(is_float or is_int)
-        if op in ("floor", "ceil", "round"):
-            return {"floor": f"floor_({a})", "ceil": f"ceil_({a})", "round": f"rint_({a})"}[op] \
-                if is_float else a
+        if op in _ROUNDING:
+            return _ROUNDING[op].format(a=a) if is_float else a
         if is_float and op in (*_ARITH, "negative") and all(d == dtype for d in in_dtypes):
             # Numba keeps a float's type through + - * / and negation: no cast to type
             return f"({self._numeric(op, args, arg_ids, src, is_float)})"
@@ -261,42 +258,79 @@ class _Emitter:
                  is_float: bool) -> str:
         a = args[0]
         b = args[1] if len(args) > 1 else ""
-        T = _ctor(dtype)
-        if op in _ARITH:
-            return f"{a} {_ARITH[op]} {b}"
-        if op == "negative":
-            return f"-{a}"
-        if op == "abs":
-            return f"abs({a})"
-        if op in ("maximum", "minimum"):
-            cmp = ">" if op == "maximum" else "<"
-            # NumPy: NaN in either wins; on ties the second operand (as vmaxps)
-            nan = f" | ({a} != {a})" if is_float else ""
-            return f"{a} if ({a} {cmp} {b}){nan} else {b}"
-        if op == "relu":
-            zero = f"{T}(0)"
-            nan = f" | ({a} != {a})" if is_float else ""
-            return f"{a} if ({a} > {zero}){nan} else {zero}"
         if op in ("floor_divide", "remainder"):
             return f"{self.helper(op + ('_f' if is_float else '_i'), dtype)}({a}, {b})"
         if op == "pow":
             if self.const_value(arg_ids[1]) == 2:
                 return f"{a} * {a}"  # what NumPy's power does for a scalar 2, and exact
             return f"pow_({a}, {b})" if is_float else f"{self.helper('pow_i', dtype)}({a}, {b})"
-        if not is_float:
+        form = _NUMERIC_FORMS.get(op) or (_FLOAT_FORMS if is_float else _INT_FORMS).get(op)
+        if form is None:
             raise NotImplementedError(f"numba codegen: {op} on {dtype}")
-        if op == "divide":
-            return f"{a} / {b}"
-        if op == "hypot":
-            return f"math.hypot({a}, {b})"
-        if op in ("exp", "sigmoid"):
-            exp = f"{self.helper('exp', dtype)}" if dtype == "float32" else "math.exp"
-            if op == "exp":
-                return f"{exp}({a})"
-            return f"{T}(1) / ({T}(1) + {exp}(-{a}))"
-        if op in ("log", "sqrt", "sin", "cos", "tanh"):
-            return f"math.{op}({a})"
-        raise NotImplementedError(f"numba codegen: unknown op {op}")
+        exp = ""
+        if "{exp}" in form:  # float32 exp: the vectorisable polynomial helper
+            exp = self.helper("exp", dtype) if dtype == "float32" else "math.exp"
+        # NumPy: NaN in either operand of maximum/minimum wins; on ties the second (vmaxps)
+        nan = f" | ({a} != {a})" if is_float else ""
+        return form.format(a=a, b=b, T=_ctor(dtype), exp=exp, nan=nan)
+
+
+# Forms over value names {a} {b}, the dtype's constructor {T}, a NaN test of {a} ({nan},
+# empty for integers) and the exp function {exp}.
+_NUMERIC_FORMS = {  # float and integer operands
+    "add": "{a} + {b}",
+    "subtract": "{a} - {b}",
+    "multiply": "{a} * {b}",
+    "negative": "-{a}",
+    "abs": "abs({a})",
+    "maximum": "{a} if ({a} > {b}){nan} else {b}",
+    "minimum": "{a} if ({a} < {b}){nan} else {b}",
+    "relu": "{a} if ({a} > {T}(0)){nan} else {T}(0)",
+    "square": "{a} * {a}",
+    # NumPy: sign(+-0) is +0, sign(NaN) is NaN
+    "sign": "{T}(1) if {a} > 0 else ({T}(-1) if {a} < 0 else ({T}(0) if {a} == 0 else {a}))",
+}
+_FLOAT_FORMS = {
+    "divide": "{a} / {b}",
+    "hypot": "math.hypot({a}, {b})",
+    "exp": "{exp}({a})",
+    "sigmoid": "{T}(1) / ({T}(1) + {exp}(-{a}))",
+    **{op: f"math.{op}({{a}})" for op in (
+        "log", "sqrt", "sin", "cos", "tanh", "expm1", "log1p", "log2", "log10", "sinh", "cosh",
+        "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh")},
+    "atan2": "math.atan2({a}, {b})",
+    "copysign": "math.copysign({a}, {b})",
+    "reciprocal": "{T}(1) / {a}",
+    # npy_logaddexp: equal operands (also both infinite) give x + log(2)
+    "logaddexp": "({a} + {T}(0.6931471805599453) if {a} == {b} else "
+                 "({a} + math.log1p(math.exp({b} - {a})) if {a} - {b} > 0 else "
+                 "({b} + math.log1p(math.exp({a} - {b})) if {a} - {b} <= 0 else {a} - {b})))",
+}
+_INT_FORMS = {
+    "bitwise_and": "{a} & {b}",
+    "bitwise_or": "{a} | {b}",
+    "bitwise_xor": "{a} ^ {b}",
+    "bitwise_invert": "~{a}",
+}
+# predicates on floats; on integers and bool their value is constant
+_PREDICATE_FORMS = {
+    "isnan": ("math.isnan({a})", "False"),
+    "isinf": ("math.isinf({a})", "False"),
+    "isfinite": ("math.isfinite({a})", "True"),
+}
+_BOOL_FORMS = {  # NumPy's bool arithmetic: add/maximum are or, multiply/minimum are and
+    "add": "({a} | {b})",
+    "maximum": "({a} | {b})",
+    "bitwise_or": "({a} | {b})",
+    "multiply": "({a} & {b})",
+    "minimum": "({a} & {b})",
+    "bitwise_and": "({a} & {b})",
+    "bitwise_xor": "({a} ^ {b})",
+    "bitwise_invert": "(not {a})",
+    **{op: "{a}" for op in ("abs", "floor", "ceil", "round", "trunc")},
+}
+_ROUNDING = {"floor": "floor_({a})", "ceil": "ceil_({a})", "round": "rint_({a})",
+             "trunc": "trunc_({a})"}
 
 
 _COMPARE = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",

@@ -78,6 +78,7 @@ def _float_intrinsic(name: str, llvm_name: str, arity: int) -> Any:
 floor_ = _float_intrinsic("floor_", "llvm.floor", 1)
 ceil_ = _float_intrinsic("ceil_", "llvm.ceil", 1)
 rint_ = _float_intrinsic("rint_", "llvm.rint", 1)  # default rounding mode: half to even
+trunc_ = _float_intrinsic("trunc_", "llvm.trunc", 1)
 fma_ = _float_intrinsic("fma_", "llvm.fma", 3)
 pow_ = _float_intrinsic("pow_", "llvm.pow", 2)  # C pow, as NumPy's float power
 
@@ -98,7 +99,7 @@ def pow2_f32_(typingctx: Any, n: Any) -> Any:
 
 # ---- generated modules -------------------------------------------------------------------
 INTRINSICS_IMPORT = ("from hermes_nb.codegen.numba_support import ceil_, floor_, fma_, "
-                     "pow2_f32_, pow_, rint_")
+                     "pow2_f32_, pow_, rint_, trunc_")
 
 
 def codegen_hash(*files: str) -> str:

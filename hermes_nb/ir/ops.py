@@ -51,6 +51,27 @@ OPS: dict[str, tuple[Kind, int | None, str]] = {
     "ceil": (Kind.ELEMENTWISE, 1, "round towards +inf"),
     "round": (Kind.ELEMENTWISE, 1, "round half to even"),
     "logical_not": (Kind.ELEMENTWISE, 1, "not x (bool)"),
+    "expm1": (Kind.ELEMENTWISE, 1, "e**x - 1, exact near 0"),
+    "log1p": (Kind.ELEMENTWISE, 1, "log(1 + x), exact near 0"),
+    "log2": (Kind.ELEMENTWISE, 1, "base-2 logarithm"),
+    "log10": (Kind.ELEMENTWISE, 1, "base-10 logarithm"),
+    "sinh": (Kind.ELEMENTWISE, 1, "hyperbolic sine"),
+    "cosh": (Kind.ELEMENTWISE, 1, "hyperbolic cosine"),
+    "tan": (Kind.ELEMENTWISE, 1, "tangent"),
+    "asin": (Kind.ELEMENTWISE, 1, "arcsine (NaN outside [-1, 1])"),
+    "acos": (Kind.ELEMENTWISE, 1, "arccosine (NaN outside [-1, 1])"),
+    "atan": (Kind.ELEMENTWISE, 1, "arctangent"),
+    "asinh": (Kind.ELEMENTWISE, 1, "inverse hyperbolic sine"),
+    "acosh": (Kind.ELEMENTWISE, 1, "inverse hyperbolic cosine (NaN below 1)"),
+    "atanh": (Kind.ELEMENTWISE, 1, "inverse hyperbolic tangent (NaN outside [-1, 1])"),
+    "reciprocal": (Kind.ELEMENTWISE, 1, "1 / x (floats)"),
+    "square": (Kind.ELEMENTWISE, 1, "x * x"),
+    "sign": (Kind.ELEMENTWISE, 1, "-1, 0 or 1 (NaN stays NaN), in x's dtype"),
+    "trunc": (Kind.ELEMENTWISE, 1, "round towards 0"),
+    "isnan": (Kind.ELEMENTWISE, 1, "x is NaN (bool)"),
+    "isinf": (Kind.ELEMENTWISE, 1, "x is +-inf (bool)"),
+    "isfinite": (Kind.ELEMENTWISE, 1, "x is neither NaN nor +-inf (bool)"),
+    "bitwise_invert": (Kind.ELEMENTWISE, 1, "~x (integers and bool)"),
     "astype": (Kind.ELEMENTWISE, 1, "convert to the node's dtype"),
     "to_device": (Kind.ELEMENTWISE, 1, "identity; the runtime moves the input to the node's device"),
     # elementwise, binary
@@ -64,6 +85,12 @@ OPS: dict[str, tuple[Kind, int | None, str]] = {
     "maximum": (Kind.ELEMENTWISE, 2, "larger of x and y, NaN propagating"),
     "minimum": (Kind.ELEMENTWISE, 2, "smaller of x and y, NaN propagating"),
     "hypot": (Kind.ELEMENTWISE, 2, "sqrt(x*x + y*y) without overflow"),
+    "atan2": (Kind.ELEMENTWISE, 2, "arctangent of x / y in the quadrant of (y, x)"),
+    "logaddexp": (Kind.ELEMENTWISE, 2, "log(exp(x) + exp(y)) without overflow"),
+    "copysign": (Kind.ELEMENTWISE, 2, "|x| with the sign of y"),
+    "bitwise_and": (Kind.ELEMENTWISE, 2, "x & y (integers and bool)"),
+    "bitwise_or": (Kind.ELEMENTWISE, 2, "x | y (integers and bool)"),
+    "bitwise_xor": (Kind.ELEMENTWISE, 2, "x ^ y (integers and bool)"),
     "equal": (Kind.ELEMENTWISE, 2, "x == y"),
     "not_equal": (Kind.ELEMENTWISE, 2, "x != y"),
     "less": (Kind.ELEMENTWISE, 2, "x < y"),
@@ -108,7 +135,15 @@ COMPARISONS = frozenset(
     {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
 )
 LOGICAL = frozenset({"logical_and", "logical_or", "logical_not"})
-FLOAT_FUNCTIONS = frozenset({"exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "hypot"})
+FLOAT_FUNCTIONS = frozenset({
+    "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "hypot", "expm1", "log1p", "log2",
+    "log10", "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh",
+    "reciprocal", "atan2", "logaddexp", "copysign",
+})
+# elementwise ops that return bool for any input dtype
+PREDICATES = frozenset({"isnan", "isinf", "isfinite"})
+# elementwise ops defined on integers and bool only
+BITWISE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_invert"})
 REDUCTIONS = frozenset(n for n, (k, _, _) in OPS.items() if k is Kind.REDUCE)
 BORDERS = ("reflect101", "reflect", "replicate", "constant")
 
