@@ -6,7 +6,15 @@ import operator
 
 import numpy as np
 import pytest
-from reference_ops import ARITHMETIC, COMPARISONS, LOGICAL, UNARY_MATH
+from reference_ops import (
+    ARITHMETIC,
+    BITWISE,
+    BITWISE_UNARY,
+    COMPARISONS,
+    LOGICAL,
+    PREDICATES,
+    UNARY_MATH,
+)
 
 import hermes_nb as hm
 
@@ -15,21 +23,31 @@ SUPPORTED = {np.dtype(d) for d in DTYPES}
 SHAPE = (5, 7)
 
 
-UNARY = {**UNARY_MATH, "logical_not": np.logical_not}
+UNARY = {**UNARY_MATH, **PREDICATES, **BITWISE_UNARY, "logical_not": np.logical_not}
 # ops NumPy defines on more dtypes than Hermes promises
 NUMERIC = {"int32", "int64", "float32", "float64"}
-UNARY_ONLY = {"logical_not": {"bool"}, "relu": NUMERIC, "sigmoid": NUMERIC}
+UNARY_ONLY = {"logical_not": {"bool"}, "relu": NUMERIC, "sigmoid": NUMERIC, "square": NUMERIC,
+              "reciprocal": NUMERIC}
 # inputs in the op's domain: (low, high) for ints, floats
 UNARY_DOMAIN = {
     "log": ((1, 100), (0.01, 10.0)),
     "sqrt": ((0, 100), (0.0, 10.0)),
     "exp": ((-20, 20), (-5.0, 5.0)),
+    "log1p": ((0, 100), (-0.9, 10.0)),
+    "log2": ((1, 100), (0.01, 10.0)),
+    "log10": ((1, 100), (0.01, 10.0)),
+    "acosh": ((1, 100), (1.0, 10.0)),
+    "atanh": ((-1, 1), (-0.99, 0.99)),
+    "asin": ((-1, 1), (-1.0, 1.0)),
+    "acos": ((-1, 1), (-1.0, 1.0)),
+    "reciprocal": ((1, 20), (0.1, 4.0)),
 }
-LOOSE_UNARY = {"exp", "tanh", "sigmoid", "sin", "cos", "log"}
+LOOSE_UNARY = {"exp", "tanh", "sigmoid", "sin", "cos", "log", "expm1", "log1p", "log2", "log10",
+               "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh"}
 
-BINARY = {**ARITHMETIC, **COMPARISONS, **LOGICAL}
+BINARY = {**ARITHMETIC, **COMPARISONS, **LOGICAL, **BITWISE}
 BINARY_ONLY = {"logical_and": {"bool"}, "logical_or": {"bool"}}
-LOOSE_BINARY = {"pow", "remainder", "hypot"}
+LOOSE_BINARY = {"pow", "remainder", "hypot", "atan2", "logaddexp"}
 OPERATORS = {
     "add": operator.add,
     "subtract": operator.sub,
@@ -461,3 +479,127 @@ def test_wrong_argument_types_raise_type_error_at_build(device):
             hm.sum(t, axis=0.5)
         with pytest.raises(TypeError):
             t.astype("not-a-dtype")
+
+
+# ----------------------------------------------------------------------------
+# array-API functions: predicates, domains, bitwise
+# ----------------------------------------------------------------------------
+
+SPECIAL_VALUES = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -2.5, 1e30, 3e-39]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", sorted(PREDICATES))
+def test_predicates_on_nan_and_inf(device, run_on, assert_close, op, dtype):
+    with np.errstate(over="ignore"):
+        x = np.array(SPECIAL_VALUES, dtype=dtype)
+    got = run_on(device, getattr(hm, op), x)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, PREDICATES[op](x))
+    # fused with arithmetic around it, bool result used as a number
+    fused = run_on(device, lambda t: hm.where(getattr(hm, op)(t * 2), t, -1.0) + 1, x)
+    with np.errstate(all="ignore"):
+        assert_close(fused, np.where(PREDICATES[op](x * 2), x, -1.0) + 1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("op", "values"), [
+    ("asin", [-1.5, -1.0, 0.5, 1.0, 2.0]), ("acos", [-1.5, -1.0, 0.5, 1.0, 2.0]),
+    ("atanh", [-2.0, -1.0, 0.5, 1.0, 1.5]), ("acosh", [-1.0, 0.5, 1.0, 2.0, 10.0]),
+    ("log1p", [-2.0, -1.0, -1e-10, 1e-10, 3.0]), ("log2", [-1.0, 0.0, 0.5, 8.0, 1e30]),
+    ("log10", [-1.0, 0.0, 0.5, 1000.0, 1e30]), ("expm1", [-1e-10, 1e-10, -50.0, 0.5, 80.0]),
+    ("reciprocal", [-0.0, 0.0, 4.0, -0.5, 1e30]), ("sign", [-0.0, 0.0, -3.0, 2.0, np.nan]),
+    ("trunc", [-2.5, -0.5, 0.5, 2.7, 1e30]),
+])
+def test_edge_values(device, run_on, assert_close, dtype, op, values):
+    """Outside the domain NaN, at its edges +-inf, near 0 exact: as NumPy."""
+    x = np.array(values, dtype=dtype)
+    got = run_on(device, getattr(hm, op), x)
+    expected = np_ref(UNARY_MATH[op], x)
+    assert_close(got, expected, loose=True)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_logaddexp_and_copysign_specials(device, run_on, assert_close, dtype):
+    v = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 700.0, -3.0], dtype=dtype)
+    x, y = v[:, None], v[None, :]
+    for op in ("logaddexp", "copysign", "atan2"):
+        got = run_on(device, getattr(hm, op), x, y)
+        expected = np_ref(ARITHMETIC[op], x, y)
+        assert_close(got, expected, loose=True)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    got = run_on(device, hm.copysign, x, y)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(np.copysign(x, y)))
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int32", "int64"])
+def test_bitwise(device, run_on, assert_close, sample, dtype):
+    x, y = sample(SHAPE, dtype, low=-1000, high=1000, seed=30), sample(SHAPE, dtype, seed=31)
+    for op, fn in BITWISE.items():
+        assert_close(run_on(device, getattr(hm, op), x, y), fn(x, y))
+    assert_close(run_on(device, hm.bitwise_invert, x), np.invert(x))
+    # fused: (x & y) ^ ~x | y
+    got = run_on(device, lambda a, b: hm.bitwise_or(hm.bitwise_xor(hm.bitwise_and(a, b),
+                                                                    hm.bitwise_invert(a)), b), x, y)
+    assert_close(got, ((x & y) ^ ~x) | y)
+
+
+def test_bitwise_promotes_like_numpy(device, run_on, assert_close):
+    x = np.array([-7, 0, 5, 2**31 - 1], dtype=np.int32)
+    y = np.array([3, -1, 6, 2**40], dtype=np.int64)
+    assert_close(run_on(device, hm.bitwise_and, x, y), np.bitwise_and(x, y), dtype="int64")
+    assert_close(run_on(device, lambda t: hm.bitwise_xor(t, 6), x), x ^ 6, dtype="int32")
+
+
+@pytest.mark.parametrize("op", ["bitwise_and", "bitwise_or", "bitwise_xor"])
+def test_bitwise_rejects_floats(device, op):
+    with hm.device(device):
+        f, i = hm.ones((3,), dtype="float32"), hm.ones((3,), dtype="int32")
+        with pytest.raises(TypeError, match=rf"^{op}: argument x2 has dtype float32; {op} is "
+                                             r"defined for integer and bool dtypes only"):
+            getattr(hm, op)(i, f)
+        with pytest.raises(TypeError, match=rf"^{op}: argument x2 has a Python float \(1.5\)"):
+            getattr(hm, op)(i, 1.5)
+        with pytest.raises(TypeError, match=r"^bitwise_invert: argument x has dtype float32; "
+                                            r"bitwise_invert is defined for integer and bool"):
+            hm.bitwise_invert(f)
+
+
+@pytest.mark.parametrize(("op", "dtype", "out"), [
+    ("isnan", "int32", "bool"), ("isfinite", "bool", "bool"), ("sign", "int64", "int64"),
+    ("trunc", "int32", "int32"), ("trunc", "float32", "float32"), ("square", "int32", "int32"),
+    ("asin", "int32", "float64"), ("reciprocal", "float32", "float32"),
+])
+def test_result_dtypes(op, dtype, out):
+    assert getattr(hm, op)(hm.ones((2,), dtype=dtype)).dtype == np.dtype(out)
+
+
+@pytest.mark.parametrize(("op", "arity"), [("square", 1), ("sign", 1), ("reciprocal", 1),
+                                           ("asin", 1), ("logaddexp", 2)])
+def test_bool_rejected_for_numeric_functions(op, arity):
+    b = hm.ones((2,), dtype="bool")
+    with pytest.raises(TypeError, match=rf"^{op}: expected a numeric tensor, got dtype bool"):
+        getattr(hm, op)(*[b] * arity)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_new_functions_fused_chain(device, run_on, assert_close, sample, dtype):
+    x = sample((8, 9), dtype, low=-0.9, high=0.9, seed=40)
+    y = sample((8, 9), dtype, low=0.5, high=2.0, seed=41)
+
+    def build(a, b, lib):
+        asin, atan, atanh = (getattr(lib, n) for n in ("asin", "atan", "atanh")) if lib is hm \
+            else (np.arcsin, np.arctan, np.arctanh)
+        s = lib.expm1(a) * lib.log1p(b) + lib.square(asin(a)) - lib.sign(a) * lib.trunc(b * 3)
+        t = lib.logaddexp(s, lib.log2(b)) + lib.copysign(lib.cosh(a), a) * lib.reciprocal(b)
+        u = atan(t) + lib.tan(a) + lib.sinh(a) - atanh(a * 0.5) + lib.log10(b)
+        return lib.where(lib.isfinite(u), u, 0.0)
+
+    got = run_on(device, lambda a, b: build(a, b, hm), x, y)
+    with np.errstate(all="ignore"):
+        assert_close(got, build(x, y, np), loose=True)
+    with hm.device(device):
+        out = build(hm.asarray(x), hm.asarray(y), hm)
+    assert len(out.explain().kernels) == 1  # the whole chain is one fused kernel

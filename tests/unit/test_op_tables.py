@@ -1,0 +1,95 @@
+"""Every elementwise op of the IR's op table has a form in every renderer table (OpenCL C,
+CUDA C++, Numba), a function in the array backend and a NumPy reference."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import reference_ops
+
+import hermes_nb as hm
+from hermes_nb.codegen import c_source, numba_cpu
+from hermes_nb.compiler.program import Instr, Program
+from hermes_nb.devices.array_backend import ArrayOps
+from hermes_nb.ir.ops import OPS, Kind
+
+# ``to_device`` only moves data between devices: the fusion passes never put it in a program
+ELEMENTWISE = sorted(op for op, (kind, _, _) in OPS.items()
+                     if kind is Kind.ELEMENTWISE and op != "to_device")
+DTYPES = ("bool", "int32", "int64", "float32", "float64")
+REFERENCES = {
+    **reference_ops.UNARY_MATH, **reference_ops.PREDICATES, **reference_ops.BITWISE_UNARY,
+    **reference_ops.ARITHMETIC, **reference_ops.COMPARISONS, **reference_ops.LOGICAL,
+    **reference_ops.BITWISE, **reference_ops.OTHER,
+}
+# builders for ops whose public function is not ``hm.<op>(inputs...)``
+BUILDERS: dict[str, Callable[..., Any]] = {
+    "astype": lambda t: hm.astype(t, "float64" if t.dtype != np.float64 else "int32"),
+    "where": lambda t: hm.where(t > 0, t, t),
+}
+
+
+def _node(op: str, dtype: str) -> Any:
+    """The node the tensor layer builds for ``op`` on ``dtype`` inputs, None if it refuses."""
+    arity = OPS[op][1]
+    build = BUILDERS.get(op, getattr(hm, op))
+    with hm.device("cpu:0"):
+        args = [hm.ones((2,), dtype=dtype) for _ in range(arity if op != "where" else 1)]
+        try:
+            node = build(*args).node
+        except TypeError:
+            return None
+    return node if node.op == op else None
+
+
+def _program(node: Any) -> Program:
+    ins = tuple(i.dtype.name for i in node.inputs)
+    return Program(ins, (), (Instr(node.op, tuple(range(len(ins))), node.dtype.name),), (len(ins),))
+
+
+CASES = [(op, dt, n) for op in ELEMENTWISE for dt in DTYPES if (n := _node(op, dt)) is not None]
+PARAMS = [pytest.param(node, id=f"{op}-{dt}") for op, dt, node in CASES]
+
+
+def test_every_op_is_built_by_the_tensor_layer():
+    assert {op for op, _, _ in CASES} == set(ELEMENTWISE)
+
+
+@pytest.mark.parametrize("op", ELEMENTWISE)
+def test_every_op_has_a_numpy_reference(op):
+    assert callable(REFERENCES.get(op)), f"{op} has no NumPy reference in tests/reference_ops.py"
+
+
+@pytest.mark.parametrize("op", ELEMENTWISE)
+def test_array_backend_runs_every_op(op):
+    ops = ArrayOps(np, "scipy.ndimage")
+    assert op in ops.unary or op in ops.binary or hasattr(ops, f"_{op}"), \
+        f"{op} has no form in devices/array_backend.py"
+
+
+@pytest.mark.parametrize("renderer", [c_source.OPENCL, c_source.CUDA], ids=["opencl", "cuda"])
+@pytest.mark.parametrize("node", PARAMS)
+def test_c_renderers_have_every_op(renderer, node):
+    source = renderer.functions(_program(node))  # a missing form is a KeyError
+    assert "return v" in source
+
+
+@pytest.mark.parametrize("node", PARAMS)
+def test_numba_renderer_has_every_op(node):
+    program = _program(node)
+    assert numba_cpu.supports(program), f"numba_cpu renders no {node.op} on {program.input_dtypes}"
+
+
+@pytest.mark.parametrize("op", sorted(c_source.VECTOR_FLOAT_FORMS))
+def test_vector_forms_are_ops(op):
+    assert OPS[op][0] is Kind.ELEMENTWISE
+
+
+def test_vector_form_renders_predicates_as_masks():
+    program = Program(("float32",), (), (Instr("isnan", (0,), "bool"),), (1,))
+    assert c_source.vectorizable(program)
+    source = c_source.OPENCL.vector_function(program, 8)
+    assert "isnan(x0)" in source and "convert_uchar8(v1 & (int8)1)" in source
