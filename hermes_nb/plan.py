@@ -134,8 +134,9 @@ def _kind_source(node: Node, device: str) -> str | None:
 def explain(tensor: Tensor) -> Plan:
     from hermes_nb.compiler import optimize
     from hermes_nb.context import current_options
+    from hermes_nb.runtime import compile_target
 
-    return plan_of(optimize([tensor.node], fuse=current_options().fuse))
+    return plan_of(optimize([tensor.node], compile_target(), fuse=current_options().fuse))
 
 
 def fusion_plans(*tensors: Tensor) -> tuple[Plan, Plan]:
@@ -144,7 +145,9 @@ def fusion_plans(*tensors: Tensor) -> tuple[Plan, Plan]:
     from hermes_nb.compiler import fuse_graph, simplify
 
     unfused = simplify([t.node for t in tensors])
-    return plan_of(unfused), plan_of(fuse_graph(unfused))
+    from hermes_nb.runtime import compile_target
+
+    return plan_of(unfused), plan_of(fuse_graph(unfused, compile_target()))
 
 
 def _ops(node: Node) -> tuple[str, ...]:

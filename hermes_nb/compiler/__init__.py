@@ -12,6 +12,7 @@ from hermes_nb.compiler.fuse import fuse_elementwise
 from hermes_nb.compiler.fuse_matmul import fuse_matmul_epilogues
 from hermes_nb.compiler.fuse_reduce import fuse_reductions
 from hermes_nb.compiler.fuse_stencil import fuse_stencils
+from hermes_nb.compiler.target import ANY_DEVICE, Target
 from hermes_nb.ir.node import Node
 
 __all__ = [
@@ -32,16 +33,17 @@ def simplify(outputs: list[Node]) -> list[Node]:
     return fold_constants(eliminate_common_subexpressions(outputs))
 
 
-def fuse_graph(graph: list[Node]) -> list[Node]:
-    """Every fusion pass; ``compiler.rewrite.origin`` names the nodes each fused node holds."""
+def fuse_graph(graph: list[Node], target: Target = ANY_DEVICE) -> list[Node]:
+    """Every fusion pass, for what ``target``'s devices run; ``compiler.rewrite.origin``
+    names the nodes each fused node holds."""
     # the most specific patterns first: each pass leaves what it cannot take to the next
-    graph = fuse_stencils(graph)
-    graph = fuse_matmul_epilogues(graph)
-    graph = fuse_reductions(graph)
-    return fuse_elementwise(graph)
+    graph = fuse_stencils(graph, target)
+    graph = fuse_matmul_epilogues(graph, target)
+    graph = fuse_reductions(graph, target)
+    return fuse_elementwise(graph, target)
 
 
-def optimize(outputs: list[Node], *, fuse: bool = True) -> list[Node]:
-    """The graph the runtime executes for ``outputs``."""
+def optimize(outputs: list[Node], target: Target = ANY_DEVICE, *, fuse: bool = True) -> list[Node]:
+    """The graph the runtime executes for ``outputs`` on ``target``'s devices."""
     graph = simplify(outputs)
-    return fuse_graph(graph) if fuse else graph
+    return fuse_graph(graph, target) if fuse else graph

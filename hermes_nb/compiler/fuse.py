@@ -13,17 +13,15 @@ from collections.abc import Callable
 
 from hermes_nb.compiler.program import Instr, Program
 from hermes_nb.compiler.rewrite import replace_groups, users
+from hermes_nb.compiler.target import ANY_DEVICE, Target
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import FLOAT_FUNCTIONS, Kind, kind_of
 
 
-def _elementwise(node: Node) -> bool:
+def _elementwise(node: Node, target: Target) -> bool:
     if kind_of(node.op) is not Kind.ELEMENTWISE or node.op == "to_device":
         return False
-    from hermes_nb.devices import get_device
-
-    # unpinned nodes run on cpu:0 until a scheduler places them
-    return "fused_elementwise" in get_device(node.device or "cpu:0").fused_ops
+    return target.fuses(node.device, "fused_elementwise")
 
 
 ELEMENTWISE_BUDGET = 512  # ops per fused elementwise kernel
@@ -33,14 +31,14 @@ def _literal(node: Node) -> bool:
     return node.op == "constant" and node.ndim == 0
 
 
-def _groups(outputs: list[Node]) -> dict[int, int]:
+def _groups(outputs: list[Node], target: Target) -> dict[int, int]:
     """Node id -> id of the root (last node) of the kernel it belongs to."""
     readers = users(outputs)
     requested = {id(o) for o in outputs}
     root_of: dict[int, int] = {}
     size: dict[int, int] = {}  # root id -> ops its kernel holds
     for node in reversed(toposort(outputs)):
-        if not _elementwise(node):
+        if not _elementwise(node, target):
             continue
         root_of[id(node)] = id(node)
         size[id(node)] = 1
@@ -99,8 +97,8 @@ def _program(root: Node, members: set[int], leading: tuple[Node, ...] = ()
     return program, externals
 
 
-def fuse_elementwise(outputs: list[Node]) -> list[Node]:
-    root_of = _groups(outputs)
+def fuse_elementwise(outputs: list[Node], target: Target = ANY_DEVICE) -> list[Node]:
+    root_of = _groups(outputs, target)
     members: dict[int, set[int]] = {}
     for node_id, root in root_of.items():
         members.setdefault(root, set()).add(node_id)

@@ -15,15 +15,16 @@ from collections.abc import Callable
 from hermes_nb.compiler.fuse import _program
 from hermes_nb.compiler.fuse_reduce import device_fuses, epilogue_chain
 from hermes_nb.compiler.rewrite import replace_groups, users
+from hermes_nb.compiler.target import ANY_DEVICE, Target
 from hermes_nb.ir.node import Node, toposort
 
 
-def fuse_matmul_epilogues(outputs: list[Node]) -> list[Node]:
+def fuse_matmul_epilogues(outputs: list[Node], target: Target = ANY_DEVICE) -> list[Node]:
     readers = users(outputs)
     requested = {id(o) for o in outputs}
     groups: dict[int, tuple[Node, list[Node]]] = {}  # epilogue root id -> matmul, chain
     for node in toposort(outputs):
-        if node.op != "matmul" or not device_fuses(node, "fused_matmul"):
+        if node.op != "matmul" or not device_fuses(node, "fused_matmul", target):
             continue
         chain = epilogue_chain(node, readers, requested)
         if chain:

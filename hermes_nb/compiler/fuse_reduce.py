@@ -25,17 +25,16 @@ from collections.abc import Callable
 from hermes_nb.compiler.fuse import _literal, _program
 from hermes_nb.compiler.program import Program
 from hermes_nb.compiler.rewrite import replace_groups, users
+from hermes_nb.compiler.target import ANY_DEVICE, Target
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import FLOAT_FUNCTIONS, Kind, kind_of
 
 FUSABLE_REDUCTIONS = frozenset({"sum", "prod", "max", "min"})
 
 
-def device_fuses(node: Node, fused_op: str) -> bool:
+def device_fuses(node: Node, fused_op: str, target: Target) -> bool:
     """Whether the device ``node`` runs on implements ``fused_op``."""
-    from hermes_nb.devices import get_device
-
-    return fused_op in get_device(node.device or "cpu:0").fused_ops
+    return target.fuses(node.device, fused_op)
 
 
 def _pointwise(node: Node, device: str | None) -> bool:
@@ -86,13 +85,13 @@ def identity_program(dtype: str) -> Program:
     return Program((dtype,), (), (), (0,))
 
 
-def fuse_reductions(outputs: list[Node]) -> list[Node]:
+def fuse_reductions(outputs: list[Node], target: Target = ANY_DEVICE) -> list[Node]:
     readers = users(outputs)
     requested = {id(o) for o in outputs}
     groups: dict[int, tuple[Node, set[int], list[Node]]] = {}  # root id -> reduce, pro, epi
     claimed: set[int] = set()  # nodes already inside a fused reduction
     for node in toposort(outputs):
-        if node.op not in FUSABLE_REDUCTIONS or not device_fuses(node, "fused_reduce"):
+        if node.op not in FUSABLE_REDUCTIONS or not device_fuses(node, "fused_reduce", target):
             continue
         (src,) = node.inputs
         members = prologue_members(src, readers, requested, node, src.size, claimed)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from hermes_nb.compiler.fuse import _literal, _program
 from hermes_nb.compiler.rewrite import replace_groups, users
 from hermes_nb.compiler.stencil_program import ConvStage, PointStage, Stage, StencilProgram
+from hermes_nb.compiler.target import ANY_DEVICE, Target
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import Kind, kind_of
 
@@ -39,7 +40,7 @@ def stage_cost(node: Node) -> int:
     return 1
 
 
-def _candidate(node: Node) -> bool:
+def _candidate(node: Node, target: Target) -> bool:
     if node.ndim < 2 or node.dtype.name not in _DTYPES:
         return False
     if node.op == "conv2d":
@@ -50,18 +51,17 @@ def _candidate(node: Node) -> bool:
     # every non-literal input must be the node's exact shape: no broadcasting inside a stencil
     if any(i.shape != node.shape and not _literal(i) for i in node.inputs):
         return False
-    from hermes_nb.devices import get_device
-
-    return "fused_stencil" in get_device(node.device or "cpu:0").fused_ops
+    return target.fuses(node.device, "fused_stencil")
 
 
-def _groups(outputs: list[Node], excluded: set[int], cuts: set[int]) -> dict[int, Node]:
+def _groups(outputs: list[Node], excluded: set[int], cuts: set[int],
+            target: Target) -> dict[int, Node]:
     """Node id -> root (last node) of its would-be group, for candidate nodes (a node in
     ``cuts`` ends its group, as a requested output does)."""
     order = toposort(outputs)
     readers = users(outputs)
     requested = {id(o) for o in outputs} | cuts
-    member = {id(n) for n in order if id(n) not in excluded and _candidate(n)}
+    member = {id(n) for n in order if id(n) not in excluded and _candidate(n, target)}
 
     def linked(node: Node, i: Node) -> bool:
         return id(i) in member and i.device == node.device and i.shape == node.shape
@@ -209,11 +209,11 @@ def _cuts(root: Node, members: set[int]) -> list[Node]:
         start = cut
 
 
-def fuse_stencils(outputs: list[Node]) -> list[Node]:
+def fuse_stencils(outputs: list[Node], target: Target = ANY_DEVICE) -> list[Node]:
     excluded: set[int] = set()
     cuts: set[int] = set()
     while True:
-        root_of = _groups(outputs, excluded, cuts)
+        root_of = _groups(outputs, excluded, cuts, target)
         members: dict[int, set[int]] = {}
         roots: dict[int, Node] = {}
         for node_id, root in root_of.items():

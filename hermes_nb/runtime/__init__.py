@@ -7,11 +7,13 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
+from types import MappingProxyType
 from typing import Any
 
 import dask.threaded
 import numpy as np
 
+from hermes_nb.compiler.target import Target
 from hermes_nb.devices import devices
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.runtime import profile
@@ -50,7 +52,7 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
 
     if all(n.op == "buffer" for n in outputs):  # already computed: nothing runs, no profile
         return [n.attrs["handle"] for n in outputs]
-    optimized = optimize(list(outputs), fuse=current_options().fuse)
+    optimized = optimize(list(outputs), compile_target(), fuse=current_options().fuse)
     placed = place(optimized)
     if _debug_level() >= 2:
         _print_schedule(optimized, placed)
@@ -82,6 +84,12 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
         if bar is not None:
             bar.close()
     return list(results)
+
+
+def compile_target() -> Target:
+    """What the compiler may fuse for: each device's fused kernel kinds (plain data)."""
+    return Target(MappingProxyType({d.id: d.fused_ops for d in devices()}),
+                  default_kinds=frozenset())
 
 
 _runner: concurrent.futures.ThreadPoolExecutor | None = None
