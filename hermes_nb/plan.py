@@ -79,11 +79,13 @@ def kernel_source(node: Node, device: str) -> str | None:
     """The generated source of a fused kernel on ``device`` (None for library calls): from
     the device itself where it chooses its variants at run time (OpenCL: vector width,
     tiles, passes), so it is byte for byte the source that runs; else from its kind."""
+    from hermes_nb.ir.node import OpSpec
+
     live = _live_device(device)
     if live is not None and hasattr(live, "kernel_source"):
-        from hermes_nb.ir.node import OpSpec
-
         return live.kernel_source(OpSpec.of(node, device))
+    if live is not None and not live.runs_generated_kernel(OpSpec.of(node, device)):
+        return None  # library calls (NumPy, BLAS): nothing generated runs
     return _kind_source(node, device)
 
 

@@ -146,6 +146,11 @@ class Device(ABC):
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         """Run one op on device buffers and return the output buffer."""
 
+    def runs_generated_kernel(self, spec: OpSpec) -> bool:
+        """Whether a fused ``spec`` runs as generated code here (else as library calls, so
+        ``explain()`` shows no source for it)."""
+        return True
+
     def synchronize(self) -> None:
         """Wait for all work queued on the device (no-op where launches are synchronous)."""
 

@@ -42,6 +42,29 @@ class CPUDevice(Device):
     def to_host(self, buffer: Any) -> np.ndarray:
         return np.asarray(buffer)
 
+    def runs_generated_kernel(self, spec: OpSpec) -> bool:
+        """Numba runs fused kernels from ``JIT_MIN_ELEMENTS`` up; NumPy evaluates smaller
+        ones op by op (as ``execute`` and ``cpu_fused`` decide)."""
+        if spec.op == "fused_stencil":
+            jit = _numba_stencil()
+            return (_size(spec.shape) >= STENCIL_MIN_ELEMENTS and jit is not None
+                    and jit.supports(spec.attrs["stencil"]))
+        if spec.op == "fused_elementwise":
+            jit = _numba_codegen()
+            return (_size(spec.shape) >= JIT_MIN_ELEMENTS and jit is not None
+                    and jit.supports(spec.attrs["program"]))
+        if spec.op == "fused_reduce":
+            from hermes_nb.devices.cpu_fused import _reduce_codegen
+
+            jit = _reduce_codegen()
+            return (_size(spec.attrs["in_shape"]) >= JIT_MIN_ELEMENTS and jit is not None
+                    and jit.supports(spec.attrs))
+        if spec.op == "fused_matmul":
+            jit = _numba_codegen()
+            return (_size(spec.shape) >= JIT_MIN_ELEMENTS and jit is not None
+                    and jit.supports(spec.attrs["epilogue"]))
+        return False
+
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         if spec.op in ("fused_reduce", "fused_matmul"):
             from hermes_nb.devices import cpu_fused  # Numba kernels + BLAS
