@@ -203,7 +203,8 @@ def test_fusion_diagram_boxes_each_kernel_around_its_ops() -> None:
 def test_fusion_diagram_shows_the_selected_kernels_source() -> None:
     from bokeh.models import CustomJS, PreText, TapTool
 
-    image = hm.asarray(np.random.default_rng(0).random((64, 64), dtype=np.float32))
+    # above cpu:0's JIT size, so the fused stencil is generated code there
+    image = hm.asarray(np.random.default_rng(0).random((320, 320), dtype=np.float32))
     t = hm.compose(hm.gaussian_blur(kernel_size=5), hm.sobel_edge_detection())(image)
     unfused, fused = fusion_plans(t)
     layout = widgets.fusion_diagram(unfused, fused)
