@@ -59,8 +59,10 @@ def test_w4_is_one_kernel(device: Any, sample: Any, assert_close: Any) -> None:
     if _fuses(device, "fused_reduce"):
         assert len(plan.kernels) == 1, plan
         assert plan.kernels[0].ops == ("multiply", "pow", "sum"), plan
-        if device.kind in ("cpu", "opencl"):
+        if device.kind == "opencl":
             assert plan.kernels[0].source, "explain() shows the generated source"
+        if device.kind == "cpu":  # below the JIT size NumPy runs it: nothing generated
+            assert plan.kernels[0].source is None
 
 
 def test_w4_large_jit_path(device: Any, sample: Any, assert_close: Any) -> None:

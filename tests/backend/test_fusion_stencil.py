@@ -172,10 +172,13 @@ def test_pass_unsharp_mask_and_int_image(run_on: Any, jit_everywhere: None) -> N
 
 
 def test_explain_shows_cpu_source() -> None:
-    x = np.zeros((8, 8), np.float32)
+    x = np.zeros((300, 300), np.float32)  # above cpu:0's JIT size: Numba runs it
     with hm.device("cpu:0"):
         (kernel,) = edges(5)(hm.asarray(x)).explain().kernels
     assert kernel.source is not None and "def kernel(out, img, " in kernel.source
+    with hm.device("cpu:0"):
+        (small,) = edges(5)(hm.asarray(x[:8, :8])).explain().kernels
+    assert small.source is None  # NumPy runs it stage by stage: nothing generated
 
 
 # ---- the Numba generator against the interpreter ----------------------------------------------
