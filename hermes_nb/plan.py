@@ -82,10 +82,12 @@ def kernel_source(node: Node, device: str) -> str | None:
     from hermes_nb.ir.node import OpSpec
 
     live = _live_device(device)
-    if live is not None and hasattr(live, "kernel_source"):
-        return live.kernel_source(OpSpec.of(node, device))
-    if live is not None and not live.runs_generated_kernel(OpSpec.of(node, device)):
-        return None  # library calls (NumPy, BLAS): nothing generated runs
+    if live is not None:
+        spec = OpSpec.of(node, device)
+        if hasattr(live, "kernel_source"):
+            return live.kernel_source(spec)
+        if not live.runs_generated_kernel(spec):
+            return None  # library calls (NumPy, BLAS): nothing generated runs
     return _kind_source(node, device)
 
 
@@ -145,10 +147,9 @@ def fusion_plans(*tensors: Tensor) -> tuple[Plan, Plan]:
     """The plan before fusion and the plan after it, from one graph of ``tensors``: each fused
     kernel's ``members`` are the keys of the unfused plan's kernels it holds."""
     from hermes_nb.compiler import fuse_graph, simplify
-
-    unfused = simplify([t.node for t in tensors])
     from hermes_nb.runtime import compile_target
 
+    unfused = simplify([t.node for t in tensors])
     return plan_of(unfused), plan_of(fuse_graph(unfused, compile_target()))
 
 

@@ -31,37 +31,32 @@ def _bounds(minimum: float | None, maximum: float | None) -> str:
     return f" <= {maximum}" if maximum is not None else ""
 
 
-def env_int(name: str, default: int, minimum: int | None = None,
-            maximum: int | None = None) -> int:
-    """``$name`` as an integer within ``[minimum, maximum]``; ``default`` when unset or empty."""
+def _env_number(name: str, default: float, kind: str, parse: type, minimum: float | None,
+                maximum: float | None) -> float:
     raw = _raw(name)
     if raw is None:
         return default
-    allowed = f"an integer{_bounds(minimum, maximum)} (default {default})"
+    allowed = f"{kind}{_bounds(minimum, maximum)} (default {default})"
     try:
-        value = int(raw)
-    except ValueError:
-        raise _refuse(name, raw, allowed) from None
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise _refuse(name, raw, allowed)
-    return value
-
-
-def env_float(name: str, default: float, minimum: float | None = None,
-              maximum: float | None = None) -> float:
-    """``$name`` as a finite number within ``[minimum, maximum]``; ``default`` when unset."""
-    raw = _raw(name)
-    if raw is None:
-        return default
-    allowed = f"a number{_bounds(minimum, maximum)} (default {default})"
-    try:
-        value = float(raw)
+        value = parse(raw)
     except ValueError:
         raise _refuse(name, raw, allowed) from None
     if not math.isfinite(value) or (minimum is not None and value < minimum) or (
             maximum is not None and value > maximum):
         raise _refuse(name, raw, allowed)
     return value
+
+
+def env_int(name: str, default: int, minimum: int | None = None,
+            maximum: int | None = None) -> int:
+    """``$name`` as an integer within ``[minimum, maximum]``; ``default`` when unset or empty."""
+    return int(_env_number(name, default, "an integer", int, minimum, maximum))
+
+
+def env_float(name: str, default: float, minimum: float | None = None,
+              maximum: float | None = None) -> float:
+    """``$name`` as a finite number within ``[minimum, maximum]``; ``default`` when unset."""
+    return float(_env_number(name, default, "a number", float, minimum, maximum))
 
 
 def env_flag(name: str, default: bool) -> bool:

@@ -70,17 +70,14 @@ class CPUDevice(Device):
             from hermes_nb.devices import cpu_fused  # Numba kernels + BLAS
 
             return cpu_fused.run(self._ops, spec, inputs)
-        if spec.op == "fused_stencil" and _size(spec.shape) >= STENCIL_MIN_ELEMENTS:
-            stencil_jit = _numba_stencil()
-            if stencil_jit is not None and stencil_jit.supports(spec.attrs["stencil"]):
-                from hermes_nb.devices import cpu_stencil
+        if spec.op == "fused_stencil" and self.runs_generated_kernel(spec):
+            from hermes_nb.devices import cpu_stencil
 
-                return cpu_stencil.run_stencil(spec.attrs["stencil"], inputs[0], spec.shape,
-                                               spec.dtype)
-        if spec.op == "fused_elementwise" and _size(spec.shape) >= JIT_MIN_ELEMENTS:
-            jit = _numba_codegen()
-            if jit is not None and jit.supports(spec.attrs["program"]):
-                return jit.run_elementwise(spec.attrs["program"], inputs, spec.shape, spec.dtype)
+            return cpu_stencil.run_stencil(spec.attrs["stencil"], inputs[0], spec.shape,
+                                           spec.dtype)
+        if spec.op == "fused_elementwise" and self.runs_generated_kernel(spec):
+            return _numba_codegen().run_elementwise(spec.attrs["program"], inputs, spec.shape,
+                                                    spec.dtype)
         return self._ops.run(spec, inputs)
 
 

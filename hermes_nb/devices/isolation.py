@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hermes_nb.settings import env_flag, env_float
+
 _HEADER = struct.Struct("!Q")
 
 
@@ -67,22 +69,12 @@ class WorkerJobError(RuntimeError):
 
 def enabled() -> bool:
     """Whether new builds go through the worker (``HERMES_ISOLATE=0`` turns it off)."""
-    value = os.environ.get("HERMES_ISOLATE", "1").strip().lower()
-    if value not in {"0", "1", "false", "true", "no", "yes", "off", "on"}:
-        raise ValueError(f"HERMES_ISOLATE: expected 0 or 1, got {value!r}")
-    return value in {"1", "true", "yes", "on"}
+    return env_flag("HERMES_ISOLATE", True)
 
 
 def default_timeout() -> float:
     """Seconds a job may take (``HERMES_BUILD_TIMEOUT``, default 120)."""
-    raw = os.environ.get("HERMES_BUILD_TIMEOUT", "120")
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ValueError(f"HERMES_BUILD_TIMEOUT: expected a positive number of seconds, got {raw!r}")
-    return value
+    return env_float("HERMES_BUILD_TIMEOUT", 120.0, minimum=0.001)
 
 
 def _send(stream: Any, obj: Any) -> None:

@@ -140,7 +140,9 @@ class OpenCLDevice(Device):
         self.degraded: list[str] = []  # features switched off after a crash at run time
         guard = None
         if candidate is not None and isolation.enabled():
-            guard = opencl_guard.Guard(candidate.ref, opencl_drivers.fingerprint(candidate),
+            fingerprint = verdict.fingerprint if verdict is not None else \
+                opencl_drivers.fingerprint(candidate)
+            guard = opencl_guard.Guard(candidate.ref, fingerprint,
                                        opencl_drivers.configure_driver_cache(), f"opencl:{index}")
         self.programs = src.ProgramCache(self.context, guard)
         self._dummy: Any = None
@@ -281,7 +283,6 @@ class OpenCLDevice(Device):
         return self._op_fused_elementwise(fused, inputs)
 
     def _op_fused_elementwise(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-
         program = spec.attrs["program"]
         if not self.fp64 and any(i.dtype == "float64" for i in program.instrs):
             raise TypeError(f"fused_elementwise: device {self.id} ({self.name}) has no float64")

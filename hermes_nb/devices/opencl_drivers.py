@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import json
@@ -136,8 +137,10 @@ def _icd_libraries() -> list[str]:
     return libs
 
 
+@functools.cache
 def configure_driver_cache() -> Path:
-    """Point PoCL's cache at a folder of Hermes's own (unless the user chose one)."""
+    """Point PoCL's cache at a folder of Hermes's own (unless the user chose one); once per
+    process, since PoCL reads it once."""
     chosen = os.environ.get("POCL_CACHE_DIR")
     if chosen:
         return Path(chosen)

@@ -172,7 +172,7 @@ class Guard:
                 path = source_path()
                 raise KernelBuildError(
                     f"OpenCL build of kernel {name!r} failed on {self.device_id}; source saved "
-                    f"to {path}\n{_short_log(exc.message)}", log=exc.message,
+                    f"to {path}\n{short_log(exc.message)}", log=exc.message,
                     source_path=str(path)) from None
             except isolation.WorkerCancelled:
                 raise KeyboardInterrupt(f"build of kernel {name!r} on {self.device_id} "
@@ -239,7 +239,7 @@ def _probe_grid(global_size: tuple[int, ...], local: tuple[int, ...] | None) -> 
     return tuple(out)
 
 
-def _short_log(text: str, limit: int = 1500) -> str:
+def short_log(text: str, limit: int = 1500) -> str:
     """The compiler's log without PyOpenCL's repeated headers, bounded in size."""
     lines = [ln for ln in text.splitlines() if ln.strip() and "BUILD_PROGRAM_FAILURE" not in ln]
     out = "\n".join(lines)

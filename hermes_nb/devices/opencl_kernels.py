@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from hermes_nb.cache import save_source
+
 # dtype -> (OpenCL C type, unsigned twin used for wrapping integer arithmetic)
 CL_TYPES: dict[str, tuple[str, str]] = {
     "bool": ("uchar", "uchar"),
@@ -133,20 +135,14 @@ def _build(cl: Any, context: Any, source: str) -> Any:
                 log.debug("hermes: OpenCL compiler output: %s", w.message)
         return program
     except (cl.RuntimeError, cl.LogicError) as exc:
-        from hermes_nb.devices.opencl_guard import _short_log
+        from hermes_nb.devices.opencl_guard import short_log
         from hermes_nb.errors import KernelBuildError
 
         path = save_source(source, ".cl")
         raise KernelBuildError(
-            f"OpenCL build failed; source saved to {path}\n{_short_log(str(exc))}", log=str(exc),
+            f"OpenCL build failed; source saved to {path}\n{short_log(str(exc))}", log=str(exc),
             source_path=str(path),
         ) from exc
-
-
-def save_source(source: str, suffix: str) -> Any:
-    from hermes_nb.cache import save_source as save
-
-    return save(source, suffix)
 
 
 class ProgramCache:

@@ -8,7 +8,6 @@ import os
 import random
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,16 +61,6 @@ def test_failing_cell_stops_the_notebook(cells: tuple[str, ...], ename: str, eva
     assert evalue in text  # the short message is shown in the cell
     assert "hermes_nb/" not in text  # and none of Hermes's own frames
     assert after.get("execution_count") is None and not after.outputs  # nothing ran after
-
-
-@pytest.fixture
-def shell() -> Iterator[InteractiveShell]:
-    ip = InteractiveShell.instance()
-    ip.run_cell("import hermes_nb as hm\n%load_ext hermes_nb", store_history=False)
-    try:
-        yield ip
-    finally:
-        InteractiveShell.clear_instance()
 
 
 def _strip(text: str) -> str:

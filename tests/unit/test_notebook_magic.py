@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,16 +28,6 @@ y = (x * 2 + 1).sum(axis=1)
 z = hm.relu(x - 0.5)
 n = 3
 """
-
-
-@pytest.fixture
-def shell() -> Iterator[InteractiveShell]:
-    ip = InteractiveShell.instance()
-    ip.run_cell("import hermes_nb as hm\n%load_ext hermes_nb", store_history=False)
-    try:
-        yield ip
-    finally:
-        InteractiveShell.clear_instance()  # the next test gets a fresh namespace
 
 
 @pytest.fixture
