@@ -63,7 +63,7 @@ def child(size: int, constant: float) -> dict[str, float]:
 READBACK = """
 import time, pyopencl as cl
 import hermes_nb as hm
-from hermes_nb.devices import opencl_drivers as drv
+from hermes_nb.backends.opencl import drivers as drv
 hm.devices()
 found = [drv.Candidate(i, j, p, d) for i, p in enumerate(cl.get_platforms())
          for j, d in enumerate(p.get_devices())]

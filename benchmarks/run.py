@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 import hermes_nb as hm
-from hermes_nb.devices import get_device
+from hermes_nb.backends import get_device
 
 
 @dataclass

@@ -7,13 +7,9 @@
 (4,)
 """
 
-from hermes_nb import image, random
-from hermes_nb.context import current_options, current_policy, device, options, policy
-from hermes_nb.creation import arange, asarray, from_numpy, full, ones, zeros
-from hermes_nb.devices import Device, devices, get_device
-from hermes_nb.dtypes import bool_ as bool
-from hermes_nb.dtypes import float32, float64, int32, int64
-from hermes_nb.elementwise import (  # array-API elementwise functions
+from hermes_nb.api import image, random
+from hermes_nb.api.creation import arange, asarray, from_numpy, full, ones, zeros
+from hermes_nb.api.elementwise import (  # array-API elementwise functions
     abs,
     acos,
     acosh,
@@ -77,8 +73,7 @@ from hermes_nb.elementwise import (  # array-API elementwise functions
     trunc,
     where,
 )
-from hermes_nb.errors import DeviceError
-from hermes_nb.image import (
+from hermes_nb.api.image import (
     Pipeline,
     Stage,
     compose,
@@ -87,8 +82,8 @@ from hermes_nb.image import (
     sobel,
     sobel_edge_detection,
 )
-from hermes_nb.linalg import matmul
-from hermes_nb.manipulation import (
+from hermes_nb.api.linalg import matmul
+from hermes_nb.api.manipulation import (
     broadcast_to,
     concat,
     permute_dims,
@@ -96,12 +91,17 @@ from hermes_nb.manipulation import (
     stack,
     transpose,
 )
-from hermes_nb.plan import Plan
-from hermes_nb.reductions import argmax, argmin, max, mean, min, prod, std, sum, var
+from hermes_nb.api.plan import Plan
+from hermes_nb.api.reductions import argmax, argmin, max, mean, min, prod, std, sum, var
+from hermes_nb.api.tensor import Tensor
+from hermes_nb.backends import Device, devices, get_device
+from hermes_nb.context import current_options, current_policy, device, options, policy
+from hermes_nb.errors import DeviceError
+from hermes_nb.ir.dtypes import bool_ as bool
+from hermes_nb.ir.dtypes import float32, float64, int32, int64
 from hermes_nb.runtime import compute
 from hermes_nb.runtime import fork as _fork  # noqa: F401  (its at-fork handler)
 from hermes_nb.runtime.monitor import LoadSampler, load
-from hermes_nb.tensor import Tensor
 
 __version__ = "0.1.0"
 

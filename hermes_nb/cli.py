@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 
 def _devices(show_all: bool) -> int:
-    from hermes_nb.devices import devices
+    from hermes_nb.backends import devices
 
     for d in devices():
         info = d.info()
@@ -18,7 +18,7 @@ def _devices(show_all: bool) -> int:
             f"compute_units={d.compute_units}  fp64={'yes' if d.fp64 else 'no'}{extra}"
         )
     if show_all:
-        from hermes_nb.devices.opencl import hidden_devices
+        from hermes_nb.backends.opencl.device import hidden_devices
 
         for hidden in hidden_devices():
             print(f"{'-':<10} {hidden.name}  driver={hidden.driver}  not used: {hidden.reason}")

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
-from hermes_nb.devices import Device, get_device
+from hermes_nb.backends import Device, get_device
 
 POLICIES = ("auto", "fastest", "round_robin", "cpu")
 

@@ -19,7 +19,7 @@ def reference_edges(image: np.ndarray) -> np.ndarray:
     """Gaussian 5×5 then Sobel magnitude with SciPy (OpenCV's reflect101 is 'mirror')."""
     import scipy.ndimage
 
-    from hermes_nb.image import gaussian_kernel
+    from hermes_nb.api.image import gaussian_kernel
 
     g = gaussian_kernel(5)
     blurred = scipy.ndimage.correlate(image, np.outer(g, g).astype(image.dtype), mode="mirror")
@@ -48,7 +48,7 @@ def check_pipeline(device: object, size: int = 256) -> str:
 
 def main(out: Callable[[str], None] = print) -> int:
     import hermes_nb as hm
-    from hermes_nb.devices import opencl
+    from hermes_nb.backends.opencl import device as opencl
 
     out("Devices")
     devices = hm.devices()

@@ -85,7 +85,7 @@ _KINDS = ("cpu", "opencl", "cuda")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    from hermes_nb.devices.opencl import hidden_devices
+    from hermes_nb.backends.opencl.device import hidden_devices
 
     lines = [f"hermes devices: {', '.join(f'{d.id} ({d.name})' for d in _all_devices())}"]
     lines += [f"hermes: OpenCL {h.name} [{h.driver}] not tested: {h.reason}" for h in hidden_devices()]

@@ -91,7 +91,7 @@ def opencl_reduce_source(prologue: Program, epilogue: Program | None, op: str, a
     """The OpenCL program of one fused-reduction pass: ``fred`` always, ``fred_vec`` when
     ``width`` > 0 (then ``vec_classes`` has ``i``/``o`` per prologue input). ``eclasses``
     has ``s``/``f`` per epilogue input after the reduced value (empty without one)."""
-    from hermes_nb.devices import opencl_kernels as ocl
+    from hermes_nb.backends.opencl import kernels as ocl
 
     r = OPENCL
     n_in = prologue.n_inputs

@@ -434,7 +434,8 @@ def render_source(stencil: StencilProgram, device: str) -> str | None:
         return cuda_stencil_source(stencil)
     if kind != "opencl":
         raise ValueError(f"no C source for device kind {device!r}")
-    from hermes_nb.devices import get_device, opencl_stencil
+    from hermes_nb.backends import get_device
+    from hermes_nb.backends.opencl import stencil as opencl_stencil
 
     try:
         dev: Any = get_device(device)

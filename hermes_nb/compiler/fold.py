@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hermes_nb.compiler.rewrite import rebuild
-from hermes_nb.devices.array_backend import ArrayOps
+from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import Node, OpSpec
 from hermes_nb.ir.ops import Kind, kind_of
 

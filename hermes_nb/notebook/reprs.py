@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hermes_nb.devices import Device
-    from hermes_nb.devices.load import LoadSnapshot
-    from hermes_nb.plan import Plan
+    from hermes_nb.api.plan import Plan
+    from hermes_nb.backends import Device
+    from hermes_nb.backends.load import LoadSnapshot
     from hermes_nb.runtime.profile import Profile
 
 
@@ -68,7 +68,7 @@ class DeviceList:
 
 def device_table() -> DeviceList:
     """Every device Hermes can run on, as a table that renders in a notebook."""
-    from hermes_nb.devices import devices
+    from hermes_nb.backends import devices
 
     return DeviceList(tuple(devices()))
 

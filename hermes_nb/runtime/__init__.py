@@ -13,8 +13,9 @@ from typing import Any
 import dask.threaded
 import numpy as np
 
+from hermes_nb.api.tensor import Tensor
+from hermes_nb.backends import devices
 from hermes_nb.compiler.target import Target
-from hermes_nb.devices import devices
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.runtime import profile
 from hermes_nb.runtime.lower import lower
@@ -22,7 +23,6 @@ from hermes_nb.runtime.placement import Placement, place
 from hermes_nb.runtime.profile import last_profile
 from hermes_nb.runtime.progress import progress_bar
 from hermes_nb.runtime.resident import Resident
-from hermes_nb.tensor import Tensor
 
 __all__ = ["Resident", "compute", "last_profile", "to_numpy"]
 
@@ -58,7 +58,7 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
         _print_schedule(optimized, placed)
     if _debug_level() >= 4:
         _print_sources(optimized, placed)
-    from hermes_nb.plan import plan_of
+    from hermes_nb.api.plan import plan_of
 
     plan = plan_of(optimized, placed, sources=False)
     bar = progress_bar(current_options().progress, len(plan.kernels))
@@ -75,7 +75,7 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
                                     num_workers=max(2, len(devices())))
     except KeyboardInterrupt:
         # a compile in the build worker would keep its device busy: abandon it
-        from hermes_nb.devices.isolation import cancel_running
+        from hermes_nb.backends.isolation import cancel_running
 
         cancel_running()
         raise
@@ -128,7 +128,7 @@ def _print_schedule(outputs: list[Node], placed: dict[int, Placement]) -> None:
 
 
 def _print_sources(outputs: list[Node], placed: dict[int, Placement]) -> None:
-    from hermes_nb.plan import kernel_source
+    from hermes_nb.api.plan import kernel_source
 
     for node in toposort(outputs):
         device = placed[id(node)].device

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb.devices import get_device
+from hermes_nb.backends import get_device
 from hermes_nb.ir.node import Node, OpSpec
 from hermes_nb.runtime import profile
 from hermes_nb.runtime.resident import Resident

@@ -38,7 +38,7 @@ def after_fork_in_child() -> None:
 
 
 def _reset_devices() -> None:
-    from hermes_nb.devices.base import live_devices
+    from hermes_nb.backends.base import live_devices
 
     for device in live_devices():
         device.after_fork_in_child()
@@ -99,7 +99,7 @@ def numba_parallel_fork_unsafe() -> bool:
 def _keep_numba_parallel_out() -> None:
     if not numba_parallel_fork_unsafe():
         return
-    cpu = sys.modules.get("hermes_nb.devices.cpu")
+    cpu = sys.modules.get("hermes_nb.backends.cpu.device")
     if cpu is not None:
         cpu.JIT_MIN_ELEMENTS = sys.maxsize  # every fused kernel below it runs through NumPy
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb import random as hm_random
-from hermes_nb.devices import get_device
+from hermes_nb.api import random as hm_random
+from hermes_nb.backends import get_device
 from hermes_nb.errors import DeviceError, DeviceMemoryError
 from hermes_nb.ir.node import Node, OpSpec, toposort
 from hermes_nb.runtime import profile
@@ -129,7 +129,7 @@ def has_integer_pow(spec: OpSpec) -> bool:
 def check_integer_powers(spec: OpSpec, inputs: tuple[Resident, ...]) -> None:
     """Raise NumPy's ``ValueError`` when an integer exponent is negative, on every device alike
     (device kernels cannot raise): the kernel is evaluated on the host with NumPy first."""
-    from hermes_nb.devices.array_backend import ArrayOps
+    from hermes_nb.ir.array_ops import ArrayOps
 
     hosts = [r.host() for r in inputs]
     try:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from hermes_nb.devices import devices
-from hermes_nb.devices.load import LoadSnapshot
+from hermes_nb.backends import devices
+from hermes_nb.backends.load import LoadSnapshot
 
 
 def load() -> list[LoadSnapshot]:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hermes_nb.backends import Device, devices, get_device
 from hermes_nb.context import current_options
-from hermes_nb.devices import Device, devices, get_device
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import Kind, kind_of
 from hermes_nb.runtime.coexec import MIN_ROWS_PER_TILE, Tile, split_axis

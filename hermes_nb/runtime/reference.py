@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from hermes_nb.api.tensor import Tensor
 from hermes_nb.ir.node import Node, OpSpec, toposort
 from hermes_nb.runtime.lower import host_source_value
-from hermes_nb.tensor import Tensor
 
 
 def _host_value(node: Node) -> Any:
@@ -34,7 +34,7 @@ def evaluate(tensor: Tensor) -> np.ndarray:
     [1, 3, 5, 7]
     """
     from hermes_nb.compiler import simplify
-    from hermes_nb.devices.array_backend import ArrayOps
+    from hermes_nb.ir.array_ops import ArrayOps
 
     if not isinstance(tensor, Tensor):
         raise TypeError(f"evaluate: expected a Tensor, got {type(tensor).__name__}")

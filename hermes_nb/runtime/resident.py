@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb.devices import get_device
+from hermes_nb.backends import get_device
 
 
 @dataclass(frozen=True, eq=False)

@@ -11,7 +11,7 @@ HISTORY_LIMIT = 50
 
 def device_rows() -> list[dict[str, Any]]:
     """Every device Hermes finds, as ``Device.info()`` dicts."""
-    from hermes_nb.devices import devices
+    from hermes_nb.backends import devices
 
     return [d.info() for d in devices()]
 

@@ -21,7 +21,7 @@ def _escape(text: str) -> str:
 
 def _known_devices() -> list[str]:
     try:
-        from hermes_nb.devices import devices
+        from hermes_nb.backends import devices
 
         return [d.id for d in devices()]
     except Exception:  # discovery failing must not stop a view from drawing

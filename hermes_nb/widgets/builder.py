@@ -20,9 +20,9 @@ import ipywidgets as w
 import numpy as np
 
 import hermes_nb as hm
+from hermes_nb.api.image import Pipeline, Stage, compose
+from hermes_nb.api.plan import Plan
 from hermes_nb.context import POLICIES
-from hermes_nb.image import Pipeline, Stage, compose
-from hermes_nb.plan import Plan
 from hermes_nb.runtime.profile import Profile
 from hermes_nb.widgets.builder_catalogue import (
     CATALOGUE,

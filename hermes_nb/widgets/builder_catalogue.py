@@ -1,7 +1,7 @@
 """The stages the pipeline builder offers: each one's parameters, their ranges, and its code.
 
 A fixed table, so the builder makes stages by name and never evaluates text. Image ops come
-from ``hermes_nb.image``; elementwise stages are ``Stage`` objects over ``hermes_nb`` functions,
+from ``hermes_nb.api.image``; elementwise stages are ``Stage`` objects over ``hermes_nb`` functions,
 written out as ``hm.Stage(name, params, lambda img: ...)`` so exported code needs nothing but
 Hermes.
 """
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 import hermes_nb as hm
-from hermes_nb.image import Stage
+from hermes_nb.api.image import Stage
 from hermes_nb.ir.ops import BORDERS
 
 

@@ -10,7 +10,7 @@ import ipywidgets as w
 import numpy as np
 
 import hermes_nb as hm
-from hermes_nb.image import Stage
+from hermes_nb.api.image import Stage
 from hermes_nb.widgets.builder_catalogue import (
     ChoiceParam,
     FloatParam,

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 import hermes_nb as hm
-from hermes_nb.image import Stage
+from hermes_nb.api.image import Stage
+from hermes_nb.api.plan import Plan
 from hermes_nb.ir.node import toposort
-from hermes_nb.plan import Plan
 from hermes_nb.runtime.profile import Profile
 
 

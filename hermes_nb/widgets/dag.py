@@ -5,7 +5,7 @@ from __future__ import annotations
 from bokeh.models import ColumnDataSource, Div, HoverTool, Range1d
 from bokeh.plotting import figure
 
-from hermes_nb.plan import Kernel, Plan
+from hermes_nb.api.plan import Kernel, Plan
 from hermes_nb.runtime.profile import Profile
 from hermes_nb.widgets._common import device_colors, fmt_bytes, fmt_estimates, fmt_ms, message
 

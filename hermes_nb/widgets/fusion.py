@@ -16,7 +16,7 @@ from bokeh.models import (
 )
 from bokeh.plotting import figure
 
-from hermes_nb.plan import Kernel, Plan
+from hermes_nb.api.plan import Kernel, Plan
 from hermes_nb.widgets._common import device_colors, message
 from hermes_nb.widgets.dag import depths
 
@@ -85,7 +85,7 @@ def fusion_diagram(plan_unfused: Plan | None, plan_fused: Plan | None) -> Layout
     """The unfused plan's ops as a left-to-right graph; around them, a box per fused kernel
     coloured by its device. Clicking a kernel's box shows its generated source below.
 
-    Best from ``hermes_nb.plan.fusion_plans(t)``, whose plans record which ops each kernel
+    Best from ``hermes_nb.api.plan.fusion_plans(t)``, whose plans record which ops each kernel
     holds; two separately explained plans are matched by op name."""
     if not isinstance(plan_unfused, Plan) or not isinstance(plan_fused, Plan):
         return message("fusion_diagram needs two Plans: fusion_plans(t) gives them "

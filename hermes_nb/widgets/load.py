@@ -8,7 +8,7 @@ from bokeh.layouts import column
 from bokeh.models import ColumnDataSource, DataRange1d, HoverTool, LayoutDOM, LinearAxis, Range1d
 from bokeh.plotting import figure
 
-from hermes_nb.devices.load import LoadSnapshot
+from hermes_nb.backends.load import LoadSnapshot
 from hermes_nb.runtime.monitor import LoadSampler
 from hermes_nb.widgets._common import device_colors, message
 

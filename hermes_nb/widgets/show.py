@@ -14,11 +14,11 @@ from typing import Any
 from bokeh.model import Model
 from jupyter_bokeh import BokehModel
 
-from hermes_nb.image import Pipeline
-from hermes_nb.plan import Plan, fusion_plans
+from hermes_nb.api.image import Pipeline
+from hermes_nb.api.plan import Plan, fusion_plans
+from hermes_nb.api.tensor import Tensor
 from hermes_nb.runtime.monitor import LoadSampler
 from hermes_nb.runtime.profile import Profile
-from hermes_nb.tensor import Tensor
 
 #: the CSS class each kind of view carries (with ``hermes-view``), for styling and tests
 VIEW_CLASSES = {
@@ -97,7 +97,7 @@ def fusion_view(*objs: Tensor | Pipeline, shape: tuple[int, ...] | None = None) 
     ``shape`` to plan it for (default 512×512)."""
     import numpy as np
 
-    from hermes_nb.creation import asarray
+    from hermes_nb.api.creation import asarray
     from hermes_nb.widgets._common import message
     from hermes_nb.widgets.fusion import fusion_diagram
 

@@ -6,10 +6,10 @@ from bokeh.embed import file_html
 from bokeh.model import Model
 from bokeh.resources import INLINE
 
-from hermes_nb.plan import Plan
+from hermes_nb.api.plan import Plan
+from hermes_nb.api.tensor import Tensor
 from hermes_nb.runtime.monitor import LoadSampler
 from hermes_nb.runtime.profile import Profile
-from hermes_nb.tensor import Tensor
 from hermes_nb.widgets._common import message
 from hermes_nb.widgets.dag import placement
 from hermes_nb.widgets.fusion import fusion_diagram

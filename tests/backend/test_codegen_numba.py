@@ -26,7 +26,7 @@ import hermes_nb as hm
 from hermes_nb.codegen import numba_cpu
 from hermes_nb.compiler import fuse_elementwise
 from hermes_nb.compiler.program import Instr, Program
-from hermes_nb.devices.array_backend import ArrayOps
+from hermes_nb.ir.array_ops import ArrayOps
 
 INTERP = ArrayOps(np, scipy.ndimage)
 DTYPES = ("bool", "int32", "int64", "float32", "float64")

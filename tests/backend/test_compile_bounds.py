@@ -29,7 +29,7 @@ CHAIN = 1200  # ops: three elementwise kernels of at most 512
 @pytest.fixture
 def jit_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
     """cpu:0 runs fused kernels through Numba at every size."""
-    from hermes_nb.devices import cpu
+    from hermes_nb.backends.cpu import device as cpu
 
     monkeypatch.setattr(cpu, "STENCIL_MIN_ELEMENTS", 0)
     monkeypatch.setattr(cpu, "JIT_MIN_ELEMENTS", 0)

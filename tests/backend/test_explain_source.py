@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import hermes_nb as hm
+from hermes_nb.backends.opencl import kernels as opencl_kernels
+from hermes_nb.backends.opencl.fused import PASS_SEPARATOR
 from hermes_nb.codegen import numba_cpu, numba_reduce, numba_stencil
-from hermes_nb.devices import opencl_kernels
-from hermes_nb.devices.opencl_fused import PASS_SEPARATOR
 
 RNG = np.random.default_rng(3)
 # above cpu:0's JIT size (2**16 elements), so every kind is generated code there too

@@ -13,10 +13,10 @@ import pytest
 from nvcc import compile_ptx, needs_nvcc
 
 import hermes_nb as hm
+from hermes_nb.backends.cpu import device as cpu
 from hermes_nb.codegen import c_fused
 from hermes_nb.compiler import optimize
 from hermes_nb.compiler.program import Program
-from hermes_nb.devices import cpu
 
 
 @pytest.fixture

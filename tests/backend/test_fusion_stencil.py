@@ -25,7 +25,7 @@ SOBEL_X = np.outer([1.0, 2.0, 1.0], [-1.0, 0.0, 1.0])
 @pytest.fixture
 def jit_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run cpu fused stencils through Numba at every size (tiny images included)."""
-    from hermes_nb.devices import cpu
+    from hermes_nb.backends.cpu import device as cpu
 
     monkeypatch.setattr(cpu, "STENCIL_MIN_ELEMENTS", 0)
 
@@ -184,11 +184,11 @@ def test_explain_shows_cpu_source() -> None:
 # ---- the Numba generator against the interpreter ----------------------------------------------
 numba_stencil = pytest.importorskip("hermes_nb.codegen.numba_stencil",
                                     reason="the cpu:0 stencil kernels need numba")
-from hermes_nb.devices import cpu_stencil  # noqa: E402 (needs numba, checked above)
+from hermes_nb.backends.cpu import stencil as cpu_stencil  # noqa: E402 (needs numba, checked above)
 
 
 def _interpret(stencil: StencilProgram, x: np.ndarray) -> np.ndarray:
-    from hermes_nb.devices.array_backend import ArrayOps
+    from hermes_nb.ir.array_ops import ArrayOps
 
     spec = OpSpec("fused_stencil", x.shape, np.dtype(stencil.value_dtypes[-1]), (x.shape,),
                   (x.dtype,), {"stencil": stencil}, "cpu:0")

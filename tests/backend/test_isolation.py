@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import hermes_nb as hm
-from hermes_nb.devices.opencl import OpenCLDevice, hidden_devices
+from hermes_nb.backends.opencl.device import OpenCLDevice, hidden_devices
 from hermes_nb.errors import KernelBuildError, KernelCrashError
 from hermes_nb.ir.node import OpSpec
 

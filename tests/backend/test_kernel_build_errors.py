@@ -72,8 +72,8 @@ def test_other_kernels_keep_working_after_a_failed_build(monkeypatch, tmp_path):
 def test_numba_build_failure_names_error_and_source(monkeypatch, tmp_path):
     pytest.importorskip("numba", reason="the cpu device compiles fused kernels with Numba")
     monkeypatch.setenv("HERMES_NB_CACHE_DIR", str(tmp_path))
+    from hermes_nb.backends.cpu import device as cpu
     from hermes_nb.codegen import numba_cpu
-    from hermes_nb.devices import cpu
 
     real = numba_cpu.render
     monkeypatch.setattr(numba_cpu, "render", lambda *a, **k: real(*a, **k).replace(

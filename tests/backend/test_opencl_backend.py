@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from reference_ops import ARITHMETIC, COMPARISONS, UNARY_MATH
 
-from hermes_nb.devices import opencl
+from hermes_nb.backends.opencl import device as opencl
 from hermes_nb.ir.node import OpSpec
 
 pytestmark = pytest.mark.opencl
@@ -86,14 +86,14 @@ def test_import_without_pyopencl():
 
     code = (
         "import sys; sys.modules['pyopencl'] = None\n"
-        "from hermes_nb.devices import opencl\n"
+        "from hermes_nb.backends import opencl\n"
         "assert opencl.discover() == []\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_kernel_dir():
-    from hermes_nb.devices import opencl_kernels
+    from hermes_nb.backends.opencl import kernels as opencl_kernels
 
     assert (opencl_kernels.kernel_dir() / "fused_elementwise.cl").is_file()
 

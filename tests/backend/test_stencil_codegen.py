@@ -20,12 +20,12 @@ import scipy.ndimage
 from nvcc import compile_ptx, needs_nvcc
 
 import hermes_nb as hm
+from hermes_nb.backends.opencl import stencil as opencl_stencil
 from hermes_nb.codegen import stencil_c
 from hermes_nb.codegen.stencil_c import StencilConfig
 from hermes_nb.compiler.program import Instr, Program
 from hermes_nb.compiler.stencil_program import ConvStage, PointStage, StencilProgram
-from hermes_nb.devices import opencl_stencil
-from hermes_nb.devices.array_backend import ArrayOps
+from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 
 BORDERS = ("reflect101", "reflect", "replicate", "constant")

@@ -251,7 +251,7 @@ def test_refused_inputs_raise_on_every_device(device: Any) -> None:
 
 
 def test_opencl_buffer_over_the_device_limit_is_a_clear_memory_error(device: Any) -> None:
-    from hermes_nb.devices import get_device
+    from hermes_nb.backends import get_device
 
     dev = get_device(device.id)
     if dev.kind != "opencl":

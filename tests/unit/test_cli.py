@@ -86,7 +86,7 @@ def test_no_command_fails() -> None:
 
 
 def test_devices_all_lists_the_left_out_drivers_with_their_reason(capsys):
-    from hermes_nb.devices.opencl import hidden_devices
+    from hermes_nb.backends.opencl.device import hidden_devices
 
     assert cli.main(["devices", "--all"]) == 0
     out = capsys.readouterr().out

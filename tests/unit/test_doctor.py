@@ -14,7 +14,7 @@ from hermes_nb import doctor
 
 def _candidates():
     cl = pytest.importorskip("pyopencl", reason="needs pyopencl to fake an OpenCL verdict")
-    from hermes_nb.devices.opencl_drivers import Candidate
+    from hermes_nb.backends.opencl.drivers import Candidate
 
     try:
         platforms = cl.get_platforms()
@@ -24,7 +24,7 @@ def _candidates():
 
 
 def test_doctor_reports_a_device_its_self_test_disabled(tmp_path):
-    from hermes_nb.devices.opencl_drivers import fingerprint
+    from hermes_nb.backends.opencl.drivers import fingerprint
 
     verdicts = tmp_path / "selftest"
     verdicts.mkdir()

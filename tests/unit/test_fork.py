@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import hermes_nb as hm
-from hermes_nb.devices import cpu
+from hermes_nb.backends.cpu import device as cpu
 from hermes_nb.runtime import fork
 
 pytestmark = pytest.mark.timeout(180)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hermes_nb as hm
-from hermes_nb.image import MAX_KERNEL_SIZE
+from hermes_nb.api.image import MAX_KERNEL_SIZE
 
 IMAGE = np.ones((8, 8), np.float32)
 

@@ -13,7 +13,7 @@ import reference_ops
 import hermes_nb as hm
 from hermes_nb.codegen import c_source, numba_cpu
 from hermes_nb.compiler.program import Instr, Program
-from hermes_nb.devices.array_backend import ArrayOps
+from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.ops import OPS, Kind
 
 # ``to_device`` only moves data between devices: the fusion passes never put it in a program

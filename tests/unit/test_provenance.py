@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 import hermes_nb as hm
+from hermes_nb.api.plan import fusion_plans
 from hermes_nb.compiler import fuse_graph, simplify
 from hermes_nb.compiler.rewrite import origin
 from hermes_nb.ir.node import toposort
-from hermes_nb.plan import fusion_plans
 
 
 def _ops_held(t: hm.Tensor) -> dict[str, list[str]]:

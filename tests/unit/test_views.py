@@ -13,7 +13,7 @@ from bokeh.models import ColumnDataSource, Div, HoverTool
 
 import hermes_nb as hm
 from hermes_nb import widgets
-from hermes_nb.plan import Plan, fusion_plans
+from hermes_nb.api.plan import Plan, fusion_plans
 from hermes_nb.runtime.profile import KernelRun, Profile
 
 
@@ -137,7 +137,7 @@ def test_placement_hover_values(plans: tuple[Plan, Plan]) -> None:
 
 
 def test_depths_of_a_diamond() -> None:
-    from hermes_nb.plan import Kernel
+    from hermes_nb.api.plan import Kernel
     from hermes_nb.widgets.dag import depths
 
     def kernel(name: str, *inputs: str) -> Kernel:

@@ -10,9 +10,9 @@ from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import Kind, kind_of
 
 if TYPE_CHECKING:
+    from hermes_nb.api.tensor import Tensor
     from hermes_nb.runtime.placement import Placement
     from hermes_nb.scheduler import Decision
-    from hermes_nb.tensor import Tensor
 
 
 
@@ -92,7 +92,7 @@ def kernel_source(node: Node, device: str) -> str | None:
 
 
 def _live_device(device: str) -> object | None:
-    from hermes_nb.devices import get_device
+    from hermes_nb.backends import get_device
 
     try:
         return get_device(device)

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb.devices import cpu
-from hermes_nb.devices.array_backend import ArrayOps
+from hermes_nb.backends.cpu import device as cpu
+from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb import dtypes
-from hermes_nb.graph import make_node
+from hermes_nb.api.graph import make_node
+from hermes_nb.api.tensor import Tensor
+from hermes_nb.ir import dtypes
 from hermes_nb.ir.infer import broadcast_shapes
-from hermes_nb.tensor import Tensor
 
 Operand = Tensor | np.ndarray | bool | int | float
 
@@ -27,7 +27,7 @@ def _operand(value: Any, op: str) -> Tensor | bool | int | float:
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, (np.ndarray, list, tuple)):
-        from hermes_nb.creation import asarray
+        from hermes_nb.api.creation import asarray
 
         return asarray(value)
     what = "complex values are not supported (Hermes has no complex dtype)" \
@@ -44,7 +44,7 @@ def cast(value: Tensor | bool | int | float, dtype: np.dtype, op: str) -> Tensor
     """``value`` as a tensor of ``dtype``; scalars become 0-d constants."""
     if isinstance(value, Tensor):
         return astype(value, dtype)
-    from hermes_nb.creation import from_numpy
+    from hermes_nb.api.creation import from_numpy
 
     try:
         array = np.asarray(value, dtype=dtype)
@@ -64,7 +64,7 @@ def astype(x: Tensor, dtype: object) -> Tensor:
 
 
 def _as_tensor(value: Any, op: str) -> Tensor:
-    from hermes_nb.creation import asarray
+    from hermes_nb.api.creation import asarray
 
     v = _operand(value, op)
     return v if isinstance(v, Tensor) else asarray(v)

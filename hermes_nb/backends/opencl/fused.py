@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hermes_nb.backends.opencl import kernels as src
 from hermes_nb.codegen import c_fused, c_source
 from hermes_nb.codegen.layout import broadcast_strides, layout
 from hermes_nb.compiler.program import Program
-from hermes_nb.devices import opencl_kernels as src
 from hermes_nb.ir.node import OpSpec
 
 if TYPE_CHECKING:
-    from hermes_nb.devices.opencl import OpenCLDevice
+    from hermes_nb.backends.opencl.device import OpenCLDevice
 
 _I64 = np.dtype(np.int64)
 
@@ -36,7 +36,7 @@ def _host_fallback(dev: OpenCLDevice, spec: OpSpec, inputs: Sequence[Any]) -> An
     """Zero-size reductions (identities, empty outputs): NumPy's rules on the host."""
     import scipy.ndimage
 
-    from hermes_nb.devices.array_backend import ArrayOps
+    from hermes_nb.ir.array_ops import ArrayOps
 
     host = ArrayOps(np, scipy.ndimage).run(spec, [dev.to_host(x) for x in inputs])
     return dev.from_host(np.asarray(host))

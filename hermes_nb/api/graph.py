@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb import context
-from hermes_nb.devices import get_device
+from hermes_nb.backends import get_device
 from hermes_nb.ir.node import Node
 
 

@@ -2,7 +2,7 @@
 
 A driver's compiler can abort, segfault or hang (PoCL 3.0 on AVX-512 CPUs does all
 three). Hermes therefore runs every *new* build and first launch in a long-lived worker
-process (``python -m hermes_nb.devices.worker``) and only repeats it in the user's process
+process (``python -m hermes_nb.backends.worker``) and only repeats it in the user's process
 once it has survived there; the driver's on-disk cache makes the repeat cheap. A crash or
 a time-out kills only the worker: the caller gets :class:`WorkerCrashed` /
 :class:`WorkerTimeout` and the next call starts a fresh worker.
@@ -110,7 +110,7 @@ class Worker:
         self._cancelled = False
 
     def call(self, job: str, *args: Any, timeout: float | None = None) -> Any:
-        """Run ``job(*args)`` from ``hermes_nb.devices.worker`` in the worker process."""
+        """Run ``job(*args)`` from ``hermes_nb.backends.worker`` in the worker process."""
         limit = default_timeout() if timeout is None else timeout
         with self._lock:
             proc = self._ensure()
@@ -141,7 +141,7 @@ class Worker:
             log = open(self._log_path, "ab")  # noqa: SIM115 - the child owns it
             try:
                 self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "hermes_nb.devices.worker"],
+                    [sys.executable, "-m", "hermes_nb.backends.worker"],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                     env={**os.environ, "HERMES_IN_WORKER": "1"},
                 )  # fmt: skip

@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb import dtypes
-from hermes_nb.elementwise import _as_tensor, astype, sqrt
-from hermes_nb.graph import make_node
+from hermes_nb.api.elementwise import _as_tensor, astype, sqrt
+from hermes_nb.api.graph import make_node
+from hermes_nb.api.tensor import Tensor
+from hermes_nb.ir import dtypes
 from hermes_nb.ir.infer import fmt, normalize_axes, normalize_axis, reduce_shape
-from hermes_nb.tensor import Tensor
 
 Axis = int | Sequence[int] | None
 
@@ -75,7 +75,7 @@ def _arg(op: str, x: Any, axis: int | None, keepdims: bool) -> Tensor:
     t = _as_tensor(x, op)
     if axis is None:
         _check_nonempty(op, t, tuple(range(t.ndim)))
-        from hermes_nb.manipulation import reshape
+        from hermes_nb.api.manipulation import reshape
 
         flat = _reduce(op, reshape(t, (-1,)), (0,), False, dtypes.int64)
         return reshape(flat, (1,) * t.ndim) if keepdims else flat

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb.devices.array_backend import ArrayOps
-from hermes_nb.devices.base import Device
+from hermes_nb.backends.base import Device
+from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.settings import env_int
 
@@ -54,7 +54,7 @@ class CPUDevice(Device):
             return (_size(spec.shape) >= JIT_MIN_ELEMENTS and jit is not None
                     and jit.supports(spec.attrs["program"]))
         if spec.op == "fused_reduce":
-            from hermes_nb.devices.cpu_fused import _reduce_codegen
+            from hermes_nb.backends.cpu.fused import _reduce_codegen
 
             jit = _reduce_codegen()
             return (_size(spec.attrs["in_shape"]) >= JIT_MIN_ELEMENTS and jit is not None
@@ -67,11 +67,11 @@ class CPUDevice(Device):
 
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         if spec.op in ("fused_reduce", "fused_matmul"):
-            from hermes_nb.devices import cpu_fused  # Numba kernels + BLAS
+            from hermes_nb.backends.cpu import fused as cpu_fused  # Numba kernels + BLAS
 
             return cpu_fused.run(self._ops, spec, inputs)
         if spec.op == "fused_stencil" and self.runs_generated_kernel(spec):
-            from hermes_nb.devices import cpu_stencil
+            from hermes_nb.backends.cpu import stencil as cpu_stencil
 
             return cpu_stencil.run_stencil(spec.attrs["stencil"], inputs[0], spec.shape,
                                            spec.dtype)

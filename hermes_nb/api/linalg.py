@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_nb import dtypes
-from hermes_nb.elementwise import _as_tensor, astype
-from hermes_nb.graph import make_node
-from hermes_nb.ir import infer
-from hermes_nb.manipulation import reshape
-from hermes_nb.tensor import Tensor
+from hermes_nb.api.elementwise import _as_tensor, astype
+from hermes_nb.api.graph import make_node
+from hermes_nb.api.manipulation import reshape
+from hermes_nb.api.tensor import Tensor
+from hermes_nb.ir import dtypes, infer
 
 
 def matmul(x1: Any, x2: Any) -> Tensor:

@@ -28,7 +28,7 @@ CL_TYPES: dict[str, tuple[str, str]] = {
 }
 # Element size -> type the strided copy moves (copies never look at the values).
 COPY_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
-log = logging.getLogger("hermes_nb.devices")
+log = logging.getLogger("hermes_nb.backends")
 FP64_PRAGMA = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable"
 
 
@@ -42,7 +42,7 @@ def utype(dtype: np.dtype) -> str:
 
 def kernel_dir() -> Path:
     """The folder holding the ``.cl`` templates (in the wheel, else in the source checkout)."""
-    root = Path(__file__).resolve().parents[1]  # the hermes_nb package folder
+    root = Path(__file__).resolve().parents[2]  # the hermes_nb package folder
     shipped = root / "_kernels" / "opencl"
     return shipped if shipped.is_dir() else root.parent / "kernels" / "opencl"
 
@@ -135,7 +135,7 @@ def _build(cl: Any, context: Any, source: str) -> Any:
                 log.debug("hermes: OpenCL compiler output: %s", w.message)
         return program
     except (cl.RuntimeError, cl.LogicError) as exc:
-        from hermes_nb.devices.opencl_guard import short_log
+        from hermes_nb.backends.opencl.guard import short_log
         from hermes_nb.errors import KernelBuildError
 
         path = save_source(source, ".cl")
@@ -176,7 +176,7 @@ class ProgramCache:
     def _load(self, source: str, name: str) -> Any:
         import pyopencl as cl
 
-        from hermes_nb.devices.opencl_guard import GuardedKernel
+        from hermes_nb.backends.opencl.guard import GuardedKernel
         from hermes_nb.errors import KernelBuildError
 
         def saved() -> Any:

@@ -7,11 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb import dtypes
-from hermes_nb.elementwise import _as_tensor, astype
-from hermes_nb.graph import make_node
-from hermes_nb.ir import infer
-from hermes_nb.tensor import Tensor
+from hermes_nb.api.elementwise import _as_tensor, astype
+from hermes_nb.api.graph import make_node
+from hermes_nb.api.tensor import Tensor
+from hermes_nb.ir import dtypes, infer
 
 
 def reshape(x: Any, shape: Sequence[int] | int) -> Tensor:

@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from hermes_nb.backends.base import Device
+from hermes_nb.backends.opencl import kernels as src
 from hermes_nb.compiler.program import single_op
-from hermes_nb.devices import opencl_kernels as src
-from hermes_nb.devices.base import Device
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.ir.ops import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY, REDUCTIONS
 
-log = logging.getLogger("hermes_nb.devices")
+log = logging.getLogger("hermes_nb.backends")
 _WG = 256  # work-group size of the 1-D kernels; global sizes are rounded up to it
 _SERIAL_ROWS = 64  # rows up to this long are reduced by one work-item each
 _BORDERS = {"reflect101": 0, "reflect": 1, "replicate": 2, "constant": 3}
@@ -34,7 +34,7 @@ _hidden: list[Any] = []  # opencl_drivers.Hidden: devices left out, and why
 def discover() -> list[OpenCLDevice]:
     """One ``OpenCLDevice`` per physical OpenCL device (the newest driver that passes its
     self-test); ``[]`` without OpenCL. The rest are in :func:`hidden_devices`."""
-    from hermes_nb.devices import opencl_drivers
+    from hermes_nb.backends.opencl import drivers as opencl_drivers
 
     opencl_drivers.configure_driver_cache()
     opencl_drivers.heal_pyopencl_cache()
@@ -120,7 +120,9 @@ class OpenCLDevice(Device):
         import pyopencl as cl
         import pyopencl.tools as cl_tools
 
-        from hermes_nb.devices import isolation, opencl_drivers, opencl_guard
+        from hermes_nb.backends import isolation
+        from hermes_nb.backends.opencl import drivers as opencl_drivers
+        from hermes_nb.backends.opencl import guard as opencl_guard
 
         fp64 = bool(getattr(cl_device, "double_fp_config", 0)) or ("cl_khr_fp64" in cl_device.extensions)
         super().__init__(
@@ -324,8 +326,9 @@ class OpenCLDevice(Device):
     def kernel_source(self, spec: OpSpec) -> str | None:
         """The source this device builds for a fused kernel, chosen exactly as execution
         chooses it (vector width, tiles, passes): what ``explain()`` shows is what runs."""
+        from hermes_nb.backends.opencl import fused as opencl_fused
+        from hermes_nb.backends.opencl import stencil as opencl_stencil
         from hermes_nb.codegen import stencil_c
-        from hermes_nb.devices import opencl_fused, opencl_stencil
 
         if math.prod(spec.shape) == 0:
             return None
@@ -341,17 +344,17 @@ class OpenCLDevice(Device):
         return None
 
     def _op_fused_stencil(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        from hermes_nb.devices import opencl_stencil  # one kernel, tiles in local memory
+        from hermes_nb.backends.opencl import stencil as opencl_stencil  # one kernel, tiles in local memory
 
         return opencl_stencil.fused_stencil(self, spec, inputs)
 
     def _op_fused_reduce(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        from hermes_nb.devices import opencl_fused  # prologue + reduction + epilogue kernel
+        from hermes_nb.backends.opencl import fused as opencl_fused  # prologue + reduction + epilogue kernel
 
         return opencl_fused.fused_reduce(self, spec, inputs)
 
     def _op_fused_matmul(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        from hermes_nb.devices import opencl_fused  # tiled matmul, epilogue at the store
+        from hermes_nb.backends.opencl import fused as opencl_fused  # tiled matmul, epilogue at the store
 
         return opencl_fused.fused_matmul(self, spec, inputs)
 

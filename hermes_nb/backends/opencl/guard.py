@@ -1,5 +1,5 @@
 """Guarded builds and first launches of OpenCL programs (the parent's side of
-:mod:`hermes_nb.devices.isolation`).
+:mod:`hermes_nb.backends.isolation`).
 
 A program is built, and each of its kernels launched once per launch geometry, in the
 isolated worker before the user's process does the same. What survived is recorded in a
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.devices import isolation
+from hermes_nb.backends import isolation
 from hermes_nb.errors import KernelBuildError, KernelCrashError
 
-log = logging.getLogger("hermes_nb.devices")
+log = logging.getLogger("hermes_nb.backends")
 
 _SMALL = 1 << 16  # buffers up to this size travel with their contents (shapes, weights)
 

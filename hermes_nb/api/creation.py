@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb import dtypes
-from hermes_nb.graph import make_node
-from hermes_nb.tensor import Tensor
+from hermes_nb.api.graph import make_node
+from hermes_nb.api.tensor import Tensor
+from hermes_nb.ir import dtypes
 
 ShapeLike = int | Sequence[int]
 

@@ -10,8 +10,8 @@ import numpy as np
 from hermes_nb.ir.node import Node, toposort
 
 if TYPE_CHECKING:
-    from hermes_nb.devices import Device
-    from hermes_nb.plan import Plan
+    from hermes_nb.api.plan import Plan
+    from hermes_nb.backends import Device
 
 Axis = int | Sequence[int] | None
 
@@ -41,7 +41,7 @@ class Tensor:
     @classmethod
     def from_numpy(cls, array: np.ndarray) -> Tensor:
         """Wrap a NumPy array (copied, so later changes to it do not leak in)."""
-        from hermes_nb.creation import from_numpy
+        from hermes_nb.api.creation import from_numpy
 
         return from_numpy(array)
 
@@ -50,7 +50,7 @@ class Tensor:
         cls, shape: Sequence[int] | int, dtype: object = "float32", seed: int | None = None
     ) -> Tensor:
         """Uniform [0, 1) values; a given seed gives the same values on every device."""
-        from hermes_nb.random import uniform
+        from hermes_nb.api.random import uniform
 
         return uniform(shape, dtype=dtype, seed=seed)
 
@@ -169,8 +169,8 @@ class Tensor:
 
     def to(self, device: str | Device) -> Tensor:
         """This tensor's value on ``device``, e.g. ``t.to("opencl:0")``."""
-        from hermes_nb.devices import get_device
-        from hermes_nb.graph import check_capability
+        from hermes_nb.api.graph import check_capability
+        from hermes_nb.backends import get_device
 
         target = get_device(device)
         check_capability("to", target.id, self.dtype, [self._node])
@@ -179,12 +179,12 @@ class Tensor:
 
     def explain(self) -> Plan:
         """The kernels this tensor's graph runs, in order, with their devices."""
-        from hermes_nb.plan import explain
+        from hermes_nb.api.plan import explain
 
         return explain(self)
 
     def astype(self, dtype: object) -> Tensor:
-        from hermes_nb.elementwise import astype
+        from hermes_nb.api.elementwise import astype
 
         return astype(self, dtype)
 
@@ -232,12 +232,12 @@ class Tensor:
         return _ew().pow(other, self)
 
     def __matmul__(self, other: Any) -> Tensor:
-        from hermes_nb.linalg import matmul
+        from hermes_nb.api.linalg import matmul
 
         return matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> Tensor:
-        from hermes_nb.linalg import matmul
+        from hermes_nb.api.linalg import matmul
 
         return matmul(other, self)
 
@@ -287,18 +287,18 @@ class Tensor:
 
     # ---- shape --------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Tensor:
-        from hermes_nb.manipulation import getitem
+        from hermes_nb.api.manipulation import getitem
 
         return getitem(self, key)
 
     @property
     def T(self) -> Tensor:
-        from hermes_nb.manipulation import transpose
+        from hermes_nb.api.manipulation import transpose
 
         return transpose(self)
 
     def reshape(self, *shape: int | Sequence[int]) -> Tensor:
-        from hermes_nb.manipulation import reshape
+        from hermes_nb.api.manipulation import reshape
 
         target = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
         return reshape(self, target)  # type: ignore[arg-type]
@@ -336,12 +336,12 @@ _SOURCE_OPS = frozenset({"constant", "random", "full", "arange", "buffer"})
 
 
 def _ew() -> Any:
-    from hermes_nb import elementwise
+    from hermes_nb.api import elementwise
 
     return elementwise
 
 
 def _red() -> Any:
-    from hermes_nb import reductions
+    from hermes_nb.api import reductions
 
     return reductions

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from hermes_nb import dtypes
-from hermes_nb.creation import ShapeLike, normalize_shape
-from hermes_nb.graph import make_node
-from hermes_nb.tensor import Tensor
+from hermes_nb.api.creation import ShapeLike, normalize_shape
+from hermes_nb.api.graph import make_node
+from hermes_nb.api.tensor import Tensor
+from hermes_nb.ir import dtypes
 
 
 def _fresh_seed() -> int:

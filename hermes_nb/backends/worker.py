@@ -1,4 +1,4 @@
-"""The isolated worker process (``python -m hermes_nb.devices.worker``).
+"""The isolated worker process (``python -m hermes_nb.backends.worker``).
 
 It reads ``(job, args)`` frames from stdin and answers ``("ok", result)`` or
 ``("error", (type name, message))`` on stdout. Jobs build and launch OpenCL programs and
@@ -97,7 +97,7 @@ def opencl_launch(ref: tuple[int, int, str], source: str, options: str, name: st
 
 def opencl_feature(ref: tuple[int, int, str], feature: str) -> str:
     """Run one self-test feature; ``""`` when it computes right, else what was wrong."""
-    from hermes_nb.devices import selftest_kernels
+    from hermes_nb.backends.opencl import selftest_kernels
 
     dev, ctx, queue = _device(ref)
     return selftest_kernels.run_feature(feature, dev, ctx, queue)

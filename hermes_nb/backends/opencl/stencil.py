@@ -14,7 +14,7 @@ from hermes_nb.compiler.stencil_program import ConvStage
 from hermes_nb.ir.node import OpSpec
 
 if TYPE_CHECKING:
-    from hermes_nb.devices.opencl import OpenCLDevice
+    from hermes_nb.backends.opencl.device import OpenCLDevice
 
 
 def fused_stencil(dev: OpenCLDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:

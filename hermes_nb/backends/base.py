@@ -11,7 +11,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from hermes_nb.devices.load import LoadCounters, LoadSnapshot
+from hermes_nb.backends.load import LoadCounters, LoadSnapshot
 from hermes_nb.errors import DeviceError
 from hermes_nb.ir.node import OpSpec
 

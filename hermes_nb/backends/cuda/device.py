@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb.devices.array_backend import ArrayOps
-from hermes_nb.devices.base import Device
+from hermes_nb.backends.base import Device
+from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 
 
@@ -62,7 +62,7 @@ class CUDADevice(Device):
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         with self._device:
             if spec.op in ("fused_reduce", "fused_matmul"):
-                from hermes_nb.devices import cuda_fused  # ReductionKernel / cuBLAS + epilogue
+                from hermes_nb.backends.cuda import fused as cuda_fused  # ReductionKernel / cuBLAS + epilogue
 
                 return cuda_fused.run(self._ops, spec, inputs)
             if spec.op == "fused_elementwise":

@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hermes_nb import dtypes
-from hermes_nb.elementwise import _as_tensor, astype, hypot
-from hermes_nb.graph import make_node
+from hermes_nb.api.elementwise import _as_tensor, astype, hypot
+from hermes_nb.api.graph import make_node
+from hermes_nb.api.tensor import Tensor
+from hermes_nb.ir import dtypes
 from hermes_nb.ir.ops import BORDERS
-from hermes_nb.tensor import Tensor
 
 if TYPE_CHECKING:
-    from hermes_nb.plan import Plan
+    from hermes_nb.api.plan import Plan
 
 # OpenCV's getGaussianKernel uses these fixed kernels when sigma <= 0 and ksize <= 7.
 _SMALL_GAUSSIAN = {
@@ -68,7 +68,7 @@ class Pipeline:
 
     def explain(self, shape: Sequence[int] = (512, 512), dtype: object = "float32") -> Plan:
         """The kernels this pipeline runs for an image of ``shape``."""
-        from hermes_nb.creation import zeros
+        from hermes_nb.api.creation import zeros
 
         return self(zeros(tuple(shape), dtype=dtype)).explain()
 
@@ -127,7 +127,7 @@ def _is_real(value: Any) -> bool:
 
 def _kernel_weights(kernel: Any) -> np.ndarray:
     """A ``conv2d`` kernel as float64 weights; what would lose information is refused."""
-    from hermes_nb.creation import check_representable
+    from hermes_nb.api.creation import check_representable
 
     if isinstance(kernel, Tensor):
         kernel = kernel.numpy()

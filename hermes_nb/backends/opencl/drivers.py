@@ -26,10 +26,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes_nb.backends import isolation
 from hermes_nb.cache import cache_dir, private_dir
-from hermes_nb.devices import isolation
 
-log = logging.getLogger("hermes_nb.devices")
+log = logging.getLogger("hermes_nb.backends")
 
 SELFTEST_VERSION = "1"
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import functools
 import logging
 
-from hermes_nb.devices.base import Device
+from hermes_nb.backends.base import Device
 
-log = logging.getLogger("hermes_nb.devices")
+log = logging.getLogger("hermes_nb.backends")
 
 __all__ = ["Device", "devices", "get_device"]
 
@@ -20,12 +20,12 @@ __all__ = ["Device", "devices", "get_device"]
 def _discover() -> tuple[Device, ...]:
     import importlib
 
-    from hermes_nb.devices.cpu import CPUDevice
+    from hermes_nb.backends.cpu.device import CPUDevice
 
     found: list[Device] = [CPUDevice()]
     for kind in ("opencl", "cuda"):
         try:
-            module = importlib.import_module(f"hermes_nb.devices.{kind}")
+            module = importlib.import_module(f"hermes_nb.backends.{kind}.device")
             found.extend(module.discover())
         except Exception as exc:  # a broken driver must not hide the other devices
             log.warning("hermes: %s discovery failed: %s", kind, exc)

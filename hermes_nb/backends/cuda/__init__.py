@@ -1,0 +1,1 @@
+"""CUDA GPUs through CuPy: ``ElementwiseKernel``/``RawKernel`` builds, CuPy's memory pool."""

@@ -1,0 +1,1 @@
+"""OpenCL devices through PyOpenCL: driver choice and self-test, guarded builds, kernels."""
