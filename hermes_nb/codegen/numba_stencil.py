@@ -166,7 +166,7 @@ def _row(offset: int) -> str:
 
 
 class _Writer:
-    """Emits the kernel body; knows where each value's rows live."""
+    """Emits the kernel body, a method per kind of stage; knows where each value's rows live."""
 
     def __init__(self, stencil: StencilProgram, layout: _Layout) -> None:
         self.stencil = stencil
@@ -174,6 +174,7 @@ class _Writer:
         self.consts = _Consts()
         self.helpers: dict[str, str] = {}
         self.lines: list[str] = []
+        self.pads: dict[str, int] = {}  # dtype -> widest pad of its shared row buffer
 
     def emit(self, ind: int, line: str) -> None:
         self.lines.append(" " * ind + line)
@@ -194,6 +195,24 @@ class _Writer:
         """Row ``r + offset`` (maybe outside the image) through the border map of ``mode``."""
         return f"rmaps[{self.layout.modes.index(mode)}, r + {offset + self.layout.radius}]"
 
+    def stage(self, k: int) -> None:
+        """Row ``y + reach[k]`` of value ``k``, where that row is one this task needs."""
+        s = self.stencil.stages[k - 1]
+        reach = self.layout.reach[k]
+        self.emit(12, f"# value {k}: {'conv' if isinstance(s, ConvStage) else 'point'}")
+        self.emit(12, f"r = y + {reach}")
+        self.emit(12, f"if r >= lo{k} and r <= hi{k}:")
+        if isinstance(s, PointStage):
+            self.point(16, k, s)
+            return
+        if k not in self.layout.inlined:
+            dt = self.stencil.value_dtypes[k]
+            self.pads[dt] = max(self.pads.get(dt, 0), s.radius[1])
+        if s.separable is None:
+            self.conv_direct(16, k, s)
+        else:
+            self.conv_separable(16, k, s)
+
     def pad(self, ind: int, mode: str, tmp: str, p: int) -> None:
         """Fill the ``p`` columns either side of the row in ``tmp[p:p + W]``."""
         if p == 0:
@@ -207,46 +226,49 @@ class _Writer:
         self.emit(ind + 4, f"{tmp}[k] = {tmp}[{p} + cmaps[{m}, {r - p} + k]]")
         self.emit(ind + 4, f"{tmp}[{p} + W + k] = {tmp}[{p} + cmaps[{m}, {r} + W + k]]")
 
-    def conv(self, ind: int, k: int, s: ConvStage) -> None:
+    def conv_direct(self, ind: int, k: int, s: ConvStage) -> None:
+        """Row by row of weights: copy the source row, pad it, accumulate."""
+        dt = self.stencil.value_dtypes[k]
+        rh, p = s.radius
+        src, dst, tmp = self.array(s.source), self.array(k), f"tmp_{dt}"
+        self.emit(ind, f"sl = {self.slot(k, 'r')}")
+        self.emit(ind, "for x in range(W):")
+        self.emit(ind + 4, f"{dst}[sl, x] = {_ctor(dt)}(0)")
+        for i, wrow in enumerate(s.weights):
+            taps = _taps(wrow, dt, self.consts)
+            if not taps:
+                continue
+            inner = ind
+            if s.border == "constant":
+                self.emit(ind, f"if {_row(i - rh)} >= 0 and {_row(i - rh)} < H:")
+                inner += 4
+                self.emit(inner, f"q = {self.slot(s.source, _row(i - rh))}")
+            else:
+                self.emit(inner, f"q = {self.slot(s.source, self.mapped(s.border, i - rh))}")
+            self.emit(inner, "for x in range(W):")
+            self.emit(inner + 4, f"{tmp}[{p} + x] = {src}[q, x]")
+            self.pad(inner, s.border, tmp, p)
+            terms = " + ".join(f"{c} * {tmp}[x + {j}]" for j, c in taps)
+            self.emit(inner, "for x in range(W):")
+            self.emit(inner + 4, f"{dst}[sl, x] += {terms}")
+
+    def conv_separable(self, ind: int, k: int, s: ConvStage) -> None:
+        """The vertical pass into a padded row, then (unless its reader does it) the
+        horizontal pass into the value's ring."""
+        assert s.separable is not None
         dt = self.stencil.value_dtypes[k]
         T = _ctor(dt)
-        rh, p = s.radius
-        src = self.array(s.source)
-        dst, slot = self.array(k), self.slot(k, "r")
-        if s.separable is None:  # row by row of weights: copy, pad, accumulate
-            tmp = f"tmp_{dt}"
-            self.emit(ind, f"sl = {slot}")
-            self.emit(ind, "for x in range(W):")
-            self.emit(ind + 4, f"{dst}[sl, x] = {T}(0)")
-            for i, wrow in enumerate(s.weights):
-                taps = _taps(wrow, dt, self.consts)
-                if not taps:
-                    continue
-                inner = ind
-                if s.border == "constant":
-                    self.emit(ind, f"if {_row(i - rh)} >= 0 and {_row(i - rh)} < H:")
-                    inner += 4
-                    self.emit(inner, f"q = {self.slot(s.source, _row(i - rh))}")
-                else:
-                    self.emit(inner, f"q = {self.slot(s.source, self.mapped(s.border, i - rh))}")
-                self.emit(inner, "for x in range(W):")
-                self.emit(inner + 4, f"{tmp}[{p} + x] = {src}[q, x]")
-                self.pad(inner, s.border, tmp, p)
-                terms = " + ".join(f"{c} * {tmp}[x + {j}]" for j, c in taps)
-                self.emit(inner, "for x in range(W):")
-                self.emit(inner + 4, f"{dst}[sl, x] += {terms}")
-            return
         tmp = f"hbuf{k}" if k in self.layout.inlined else f"tmp_{dt}"
-        vrows = [(i - rh, c) for i, c in _taps(s.separable[0], dt, self.consts)]
+        vrows = [(i - s.radius[0], c) for i, c in _taps(s.separable[0], dt, self.consts)]
         self.vertical(ind, s, vrows, tmp, T)
-        self.pad(ind, s.border, tmp, p)
+        self.pad(ind, s.border, tmp, s.radius[1])
         if k in self.layout.inlined:
             return
         hor = _taps(s.separable[1], dt, self.consts)
         terms = " + ".join(f"{c} * {tmp}[x + {j}]" for j, c in hor) or f"{T}(0)"
-        self.emit(ind, f"sl = {slot}")
+        self.emit(ind, f"sl = {self.slot(k, 'r')}")
         self.emit(ind, "for x in range(W):")
-        self.emit(ind + 4, f"{dst}[sl, x] = {terms}")
+        self.emit(ind + 4, f"{self.array(k)}[sl, x] = {terms}")
 
     def vertical(self, ind: int, s: ConvStage, vrows: list[tuple[int, str]], tmp: str,
                  T: str) -> None:
@@ -277,21 +299,14 @@ class _Writer:
         self.emit(ind, "for x in range(W):")
         self.emit(ind + 4, f"{tmp}[{p} + x] = {terms}")
 
-    def point(self, ind: int, k: int, s: PointStage) -> None:
-        program: Program = s.program
-        emitter = _StencilEmitter(program)
-        n_in, n_const = program.n_inputs, len(program.consts)
-        live: set[int] = set(program.outputs)
-        for q in range(len(program.instrs) - 1, -1, -1):
-            if n_in + n_const + q in live:
-                live.update(program.instrs[q].args)
-        names: dict[int, str] = {}
+    def point_reads(self, ind: int, s: PointStage, live: set[int]) -> list[str]:
+        """The per-pixel reads of the program's live inputs (``a<m> = ...``); an inlined
+        conv's horizontal pass is done here, from its padded row."""
         reads: list[str] = []
         for m, v in enumerate(s.sources):
-            names[m] = f"a{m}"
             if m not in live:
                 continue
-            if v in self.layout.inlined:  # the conv's horizontal pass, done here
+            if v in self.layout.inlined:
                 conv = self.stencil.stages[v - 1]
                 assert isinstance(conv, ConvStage) and conv.separable is not None
                 taps = _taps(conv.separable[1], self.stencil.value_dtypes[v], self.consts)
@@ -301,6 +316,15 @@ class _Writer:
             else:
                 self.emit(ind, f"q{m} = {self.slot(v, 'r')}")
                 reads.append(f"a{m} = {self.array(v)}[q{m}, x]")
+        return reads
+
+    def point(self, ind: int, k: int, s: PointStage) -> None:
+        program: Program = s.program
+        emitter = _StencilEmitter(program)
+        n_in, n_const = program.n_inputs, len(program.consts)
+        live = _live_values(program)
+        names: dict[int, str] = {m: f"a{m}" for m in range(len(s.sources))}
+        reads = self.point_reads(ind, s, live)
         for j, (value, dt) in enumerate(program.consts):
             names[n_in + j] = self.consts(value, dt)
         self.emit(ind, f"sl = {self.slot(k, 'r')}")
@@ -318,6 +342,42 @@ class _Writer:
         self.helpers.update(emitter.helpers)
 
 
+def _live_values(program: Program) -> set[int]:
+    """The values the program's outputs depend on (inputs, constants, instructions)."""
+    n_in, n_const = program.n_inputs, len(program.consts)
+    live: set[int] = set(program.outputs)
+    for q in range(len(program.instrs) - 1, -1, -1):
+        if n_in + n_const + q in live:
+            live.update(program.instrs[q].args)
+    return live
+
+
+def _allocations(stencil: StencilProgram, layout: _Layout, live: list[int],
+                 pads: dict[str, int]) -> list[str]:
+    """Scratch per call, reused by its tasks: rings and padded row buffers."""
+    dts = stencil.value_dtypes
+    alloc = [f"    ring{v} = np.empty(({layout.ring[v]}, W), {_ctor(dts[v])})"
+             for v in live[:-1] if v not in layout.inlined]
+    alloc += [f"    tmp_{dt} = np.empty(W + {2 * p}, {_ctor(dt)})" for dt, p in pads.items()]
+    alloc += [f"    hbuf{v} = np.empty(W + {2 * stencil.stages[v - 1].radius[1]}, {_ctor(dts[v])})"
+              for v in sorted(layout.inlined)]
+    zeros = sorted({dts[s.source] for k in live if isinstance(s := stencil.stages[k - 1], ConvStage)
+                    and s.border == "constant" and s.separable is not None})
+    alloc += [f"    zrow_{dt} = np.zeros((1, W), {_ctor(dt)})" for dt in zeros]
+    return alloc
+
+
+def _task_rows(reach: tuple[int | None, ...], live: list[int]) -> tuple[list[str], str]:
+    """The rows ``lo<v>..hi<v>`` of each value a task makes, and its first step ``y``."""
+    bounds = []
+    for v in live:
+        bounds.append(f"        lo{v} = max(0, r0 - {reach[v]})")
+        bounds.append(f"        hi{v} = min(H - 1, r1 - 1 + {reach[v]})")
+    firsts = sorted({f"lo{v} - {reach[v]}" if reach[v] else f"lo{v}" for v in live})
+    start = f"min({', '.join(firsts)})" if len(firsts) > 1 else firsts[0]
+    return bounds, start
+
+
 def render(stencil: StencilProgram) -> str:
     """The Python source of the kernel module.
 
@@ -329,38 +389,11 @@ def render(stencil: StencilProgram) -> str:
     if not supports(stencil):
         raise NotImplementedError(f"numba stencil codegen: unsupported {stencil.signature}")
     layout = _layout(stencil)
-    reach = layout.reach
-    dts = stencil.value_dtypes
-    live = [k for k in range(1, stencil.result + 1) if reach[k] is not None]
+    live = [k for k in range(1, stencil.result + 1) if layout.reach[k] is not None]
     w = _Writer(stencil, layout)
-    pads: dict[str, int] = {}
     for k in live:
-        s = stencil.stages[k - 1]
-        w.emit(12, f"# value {k}: {'conv' if isinstance(s, ConvStage) else 'point'}")
-        w.emit(12, f"r = y + {reach[k]}")
-        w.emit(12, f"if r >= lo{k} and r <= hi{k}:")
-        if isinstance(s, PointStage):
-            w.point(16, k, s)
-            continue
-        if k not in layout.inlined:
-            pads[dts[k]] = max(pads.get(dts[k], 0), s.radius[1])
-        w.conv(16, k, s)
-
-    # scratch per call, reused by its tasks: rings and padded row buffers
-    alloc = [f"    ring{v} = np.empty(({layout.ring[v]}, W), {_ctor(dts[v])})"
-             for v in live[:-1] if v not in layout.inlined]
-    alloc += [f"    tmp_{dt} = np.empty(W + {2 * p}, {_ctor(dt)})" for dt, p in pads.items()]
-    alloc += [f"    hbuf{v} = np.empty(W + {2 * stencil.stages[v - 1].radius[1]}, {_ctor(dts[v])})"
-              for v in sorted(layout.inlined)]
-    zeros = sorted({dts[s.source] for k in live if isinstance(s := stencil.stages[k - 1], ConvStage)
-                    and s.border == "constant" and s.separable is not None})
-    alloc += [f"    zrow_{dt} = np.zeros((1, W), {_ctor(dt)})" for dt in zeros]
-    bounds = []
-    for v in live:
-        bounds.append(f"        lo{v} = max(0, r0 - {reach[v]})")
-        bounds.append(f"        hi{v} = min(H - 1, r1 - 1 + {reach[v]})")
-    firsts = sorted({f"lo{v} - {reach[v]}" if reach[v] else f"lo{v}" for v in live})
-    start = f"min({', '.join(firsts)})" if len(firsts) > 1 else firsts[0]
+        w.stage(k)
+    bounds, start = _task_rows(layout.reach, live)
     lines = [
         *module_header("numba_stencil", _CODEGEN_HASH, [f"stencil: {stencil.signature}"],
                        extra_imports=["from hermes_nb.codegen.numba_stencil import hypot_f32"]),
@@ -371,7 +404,7 @@ def render(stencil: StencilProgram) -> str:
         "def kernel(out, img, nsplit, t0, t1, rmaps, cmaps):",
         "    H = img.shape[1]",
         "    W = img.shape[2]",
-        *alloc,
+        *_allocations(stencil, layout, live, w.pads),
         "    for t in range(t0, t1):",
         "        b = t // nsplit",
         "        part = t - b * nsplit",

@@ -1,15 +1,23 @@
 """What differs between OpenCL C and CUDA C++ in a fused stencil kernel: index and memory
-spellings, and the border-index helpers (OpenCV's ``borderInterpolate``)."""
+spellings (a table of class attributes), the kernel's signature and pragmas, vector types
+(OpenCL only: CUDA renders scalar work-items), and the border-index helpers (OpenCV's
+``borderInterpolate``)."""
 
 from __future__ import annotations
 
-from hermes_nb.codegen.c_source import CUDA, OPENCL, CStyleRenderer
+from hermes_nb.codegen.c_source import CUDA, OPENCL, CStyleRenderer, OpenCLRenderer
+from hermes_nb.compiler.program import Program
 
 
 class Dialect:
+    """The spellings of one C dialect; the scalar forms of loads, stores and types."""
+
+    name: str
     renderer: CStyleRenderer
+    vectors: bool  # whether work-items may handle vectors of v > 1 pixels
     i64: str
-    local: str
+    local: str  # qualifier of work-group (shared) memory
+    global_: str  # prefix of a pointer into global memory ("" where that is the default)
     barrier: str
     restrict: str
     lid: tuple[str, str]
@@ -19,11 +27,37 @@ class Dialect:
     def fma(self, dtype: str) -> str:
         raise NotImplementedError
 
+    def kernel_signature(self, wx: int, wy: int, params: str) -> str:
+        """The ``fused_stencil`` declaration for groups of ``wx x wy`` work-items."""
+        raise NotImplementedError
+
+    def pragmas(self, fp64: bool) -> list[str]:
+        """Lines at the top of the source (``fp64``: a float64 value or op occurs)."""
+        return []
+
+    def vector_type(self, ctype: str, v: int) -> str:
+        return ctype
+
+    def load(self, ptr: str, v: int) -> str:
+        return f"(*({ptr}))"
+
+    def store(self, value: str, ptr: str, v: int) -> str:
+        return f"*({ptr}) = {value};"
+
+    def convert(self, expr: str, ctype: str, v: int) -> str:
+        return f"(({ctype}){expr})"
+
+    def vector_function(self, program: Program, v: int, name: str) -> str:
+        raise NotImplementedError(f"{self.name} renders no vector functions")
+
 
 class OpenCLDialect(Dialect):
+    name = "OpenCL"
     renderer = OPENCL
+    vectors = True
     i64 = "long"
     local = "__local"
+    global_ = "__global "
     barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
     restrict = "restrict"
     lid = ("(int)get_local_id(0)", "(int)get_local_id(1)")
@@ -33,11 +67,39 @@ class OpenCLDialect(Dialect):
     def fma(self, dtype: str) -> str:
         return "fma"
 
+    def kernel_signature(self, wx: int, wy: int, params: str) -> str:
+        return (f"__kernel __attribute__((reqd_work_group_size({wx}, {wy}, 1)))\n"
+                f"void fused_stencil({params})")
+
+    def pragmas(self, fp64: bool) -> list[str]:
+        return [*(["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"] if fp64 else []),
+                "// pointwise stages round like NumPy's separate ops: no contraction",
+                "#pragma OPENCL FP_CONTRACT OFF"]
+
+    def vector_type(self, ctype: str, v: int) -> str:
+        return ctype + (str(v) if v > 1 else "")
+
+    def load(self, ptr: str, v: int) -> str:
+        return f"vload{v}(0, {ptr})" if v > 1 else super().load(ptr, v)
+
+    def store(self, value: str, ptr: str, v: int) -> str:
+        return f"vstore{v}({value}, 0, {ptr});" if v > 1 else super().store(value, ptr, v)
+
+    def convert(self, expr: str, ctype: str, v: int) -> str:
+        return f"convert_{ctype}{v}({expr})" if v > 1 else super().convert(expr, ctype, v)
+
+    def vector_function(self, program: Program, v: int, name: str) -> str:
+        assert isinstance(self.renderer, OpenCLRenderer)
+        return self.renderer.vector_function(program, v, name=name)
+
 
 class CUDADialect(Dialect):
+    name = "CUDA"
     renderer = CUDA
+    vectors = False  # threads already run in lock-step warps
     i64 = "long long"
     local = "__shared__"
+    global_ = ""
     barrier = "__syncthreads();"
     restrict = "__restrict__"
     lid = ("(int)threadIdx.x", "(int)threadIdx.y")
@@ -46,6 +108,10 @@ class CUDADialect(Dialect):
 
     def fma(self, dtype: str) -> str:
         return "fmaf" if dtype == "float32" else "fma"
+
+    def kernel_signature(self, wx: int, wy: int, params: str) -> str:
+        return (f'extern "C" __global__ void __launch_bounds__({wx * wy})\n'
+                f"fused_stencil({params})")
 
 
 MODE_NAMES = {"reflect101": "reflect101", "reflect": "reflect", "replicate": "replicate",

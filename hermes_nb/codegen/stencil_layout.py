@@ -1,10 +1,13 @@
 """Tiles of a fused stencil kernel: launch geometry (:class:`StencilConfig`), which values
 live in local/shared-memory tiles and how far each reaches beyond the output tile, the local
-memory that needs, and whether every stage can run on vectors."""
+memory that needs, whether every stage can run on vectors, and the geometry each kind of
+device starts from."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,7 +16,7 @@ from hermes_nb.codegen.c_source import OpenCLRenderer
 from hermes_nb.compiler.stencil_program import ConvStage, PointStage, StencilProgram
 
 __all__ = ["CPU_TILE", "CUDA_CONFIG", "FLOATS", "Layout", "StencilConfig", "Tile", "UnsupportedStencil",
-           "layout", "local_bytes", "vector_dtype"]
+           "grid", "layout", "local_bytes", "opencl_config", "smaller", "vector_dtype"]
 
 FLOATS = ("float32", "float64")
 
@@ -148,3 +151,36 @@ def vector_dtype(stencil: StencilProgram) -> str | None:
                     or p.dtype_of(p.outputs[0]) != f:
                 return None
     return f
+
+
+def opencl_config(vector: str | None, native_width: int, cpu: bool, max_group: int = 256
+                  ) -> StencilConfig:
+    """The geometry an OpenCL device starts from: on CPUs, one work-item per group walking
+    its tile in vectors of the native width; on GPUs, scalar work-items in 32x8 groups
+    (fewer rows where the device allows fewer than 256 work-items per group)."""
+    if cpu and vector is not None and native_width >= 4:
+        v = min(native_width, 16)
+        return StencilConfig(v=v, wx=1, wy=1, th=CPU_TILE[0], tw=max(CPU_TILE[1], v))
+    wx = min(32, max_group)
+    wy = max(1, min(8, max_group // wx))
+    return StencilConfig(v=1, wx=wx, wy=wy, th=16, tw=wx)
+
+
+def smaller(cfg: StencilConfig) -> StencilConfig | None:
+    """A geometry with a smaller tile (for devices with little local memory), or None."""
+    if cfg.th > cfg.wy:
+        return dataclasses.replace(cfg, th=max(cfg.wy, cfg.th // 2 // cfg.wy * cfg.wy))
+    if cfg.tw > cfg.wx * cfg.v:
+        return dataclasses.replace(cfg, tw=cfg.tw // 2 // (cfg.wx * cfg.v) * cfg.wx * cfg.v)
+    if cfg.wx > 1:
+        return dataclasses.replace(cfg, wx=cfg.wx // 2, tw=cfg.tw // 2)
+    if cfg.v > 1:
+        return dataclasses.replace(cfg, v=cfg.v // 2, tw=cfg.tw // 2)
+    return None
+
+
+def grid(shape: tuple[int, ...], cfg: StencilConfig) -> tuple[int, int, int]:
+    """Work-groups along (W, H, batch) for an image batch of ``shape``."""
+    h, w = shape[-2], shape[-1]
+    nb = math.prod(shape[:-2])
+    return -(-w // cfg.tw), -(-h // cfg.th), nb
