@@ -20,6 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from hermes_nb.scheduler.bound import LowerBound, lower_bound
 from hermes_nb.scheduler.dags import DAG, Task, cholesky_dag, image_pipelines, random_layered_dag
@@ -90,139 +91,193 @@ def simulate(
         Probability that a run is ten times slower.
     """
     sched = scheduler if scheduler is not None else Scheduler(None, overlap_copies=True)
-    overlap = sched.overlap_copies
     for d in devices:
         if not sched.transfers.is_host(d.id):
             sched.transfers.set_link(d.id, d.link(), persist=False)
-    rng = random.Random(seed)
-    by_id = {d.id: d for d in devices}
-    tasks = dag.tasks
-    kernels = [kernel_of(t) for t in tasks]
-    capable = [[d.id for d in devices if d.time(t) is not None] for t in tasks]
-    priority = _bottom_levels(dag)
+    return _Simulation(dag, devices, sched, policy, random.Random(seed), noise, outliers,
+                       keep_decisions).run()
 
-    missing = [len(t.deps) for t in tasks]
-    where: list[set[str]] = [set() for _ in tasks]  # devices holding each task's output
-    # per device: queued (priority, task, decision, estimated run, inputs ready at, copy seconds)
-    queue: dict[str, list[tuple[float, int, Decision, float, float, float]]] = {d: [] for d in by_id}
-    queued_est = dict.fromkeys(by_id, 0.0)
-    running_until_est = dict.fromkeys(by_id, 0.0)
-    link_free = dict.fromkeys(by_id, 0.0)
-    running: dict[str, tuple[int, Decision, float] | None] = dict.fromkeys(by_id)
-    result = SimResult(0.0, policy, busy_s=dict.fromkeys(by_id, 0.0))
-    events: list[tuple[float, int, str, bool]] = []  # (time, seq, device, finished a task)
-    seq = 0
-    now = 0.0
-    ready: list[tuple[float, int]] = [(-priority[i], i) for i, t in enumerate(tasks) if not t.deps]
-    heapq.heapify(ready)
-    decide_s = record_s = cpu_s = 0.0
-    n_decide = n_record = 0
-    tm = sched.transfers
-    clock, cpu_clock = time.perf_counter, time.thread_time  # CPU time: immune to preemption
 
-    def copy_seconds(i: int, dev: str) -> float:
-        task = tasks[i]
-        copy = sum(tm.input_seconds(dev, tasks[d].out_bytes, where[d]) for d in task.deps)
-        copy += sum(tm.input_seconds(dev, b, (HOST,)) for b in task.host_bytes)
-        for d in task.deps:
-            where[d].add(dev)  # the copy stays resident for later readers
-        return copy
+class _Queued(NamedTuple):
+    priority: float
+    task: int
+    decision: Decision
+    estimate_s: float  # what the device's queue wait counts for it
+    ready_at: float  # when its inputs have arrived
+    copy_s: float  # copying the device does itself before computing
 
-    def try_start(dev: str) -> None:
-        nonlocal seq
-        if running[dev] is not None or not queue[dev]:
-            return
-        # highest priority among the queued tasks whose inputs have arrived
-        startable = [q for q in queue[dev] if q[4] <= now]
-        if not startable:
-            seq += 1
-            heapq.heappush(events, (min(q[4] for q in queue[dev]), seq, dev, False))
-            return
-        item = max(startable, key=lambda q: q[0])
-        queue[dev].remove(item)
-        _, i, decision, est, _, copy = item
-        queued_est[dev] -= est
-        run = by_id[dev].time(tasks[i]) or 0.0
-        run *= math.exp(rng.gauss(0.0, noise)) if noise else 1.0
-        if outliers and rng.random() < outliers:
-            run *= 10.0
-        running[dev] = (i, decision, run)
-        running_until_est[dev] = now + est + copy
-        result.busy_s[dev] += copy + run
-        seq += 1
-        heapq.heappush(events, (now + copy + run, seq, dev, True))
 
-    def place() -> None:
-        nonlocal decide_s, cpu_s, n_decide
-        while ready:
-            _, i = heapq.heappop(ready)
-            task = tasks[i]
-            inputs = [InputData(tasks[d].out_bytes, where[d]) for d in task.deps]
-            inputs += [InputData(b, (HOST,)) for b in task.host_bytes]
-            ids = capable[i]
-            wait = {d: (max(0.0, running_until_est[d] - now) if running[d] else 0.0) + queued_est[d]
-                    for d in ids}
-            c0, t0 = cpu_clock(), clock()
-            decision = sched.decide(kernels[i], ids, policy=policy, inputs=inputs, wait_s=wait)
-            decide_s += clock() - t0
-            cpu_s += cpu_clock() - c0
-            n_decide += 1
-            chosen = decision.chosen
-            run_est = chosen.run_s
-            if run_est is None:  # calibrating with nothing known: guess from the other devices
-                known = [c.run_s for c in decision.candidates if c.run_s is not None]
-                run_est = max(known) if known else 0.0
-            dev = decision.device
-            copy = copy_seconds(i, dev)
-            result.copy_s += copy
-            if overlap:  # the link copies now, one transfer after another
-                start = max(now, link_free[dev])
-                link_free[dev] = start + copy
-                queue[dev].append((priority[i], i, decision, run_est, start + copy, 0.0))
-                queued_est[dev] += run_est
-            else:  # the device copies when it starts the task
-                queue[dev].append((priority[i], i, decision, run_est + copy, now, copy))
-                queued_est[dev] += run_est + copy
-            result.tasks_per_device[dev] += 1
-            result.calibrating += decision.calibrating
-            if keep_decisions:
-                result.decisions.append(decision)
-            try_start(dev)
+class _Clocks:
+    """Wall and thread CPU time of the policy code (CPU time: immune to preemption)."""
 
-    place()
-    done = 0
-    while events:
-        now, _, dev, finished_task = heapq.heappop(events)
+    def __init__(self) -> None:
+        self.decide_s = self.record_s = self.cpu_s = 0.0
+        self.n_decide = self.n_record = 0
+
+    def start(self) -> tuple[float, float]:
+        return time.thread_time(), time.perf_counter()
+
+    def decided(self, started: tuple[float, float]) -> None:
+        self.decide_s += time.perf_counter() - started[1]
+        self.cpu_s += time.thread_time() - started[0]
+        self.n_decide += 1
+
+    def recorded(self, started: tuple[float, float]) -> None:
+        self.record_s += time.perf_counter() - started[1]
+        self.cpu_s += time.thread_time() - started[0]
+        self.n_record += 1
+
+
+class _Simulation:
+    """One run: tasks placed as they become ready, device queues, timed events."""
+
+    def __init__(self, dag: DAG, devices: Sequence[SimDevice], sched: Scheduler, policy: str,
+                 rng: random.Random, noise: float, outliers: float, keep_decisions: bool) -> None:
+        self.dag, self.sched, self.policy = dag, sched, policy
+        self.overlap, self.keep_decisions = sched.overlap_copies, keep_decisions
+        self.rng, self.noise, self.outliers = rng, noise, outliers
+        self.by_id = {d.id: d for d in devices}
+        tasks = self.tasks = dag.tasks
+        self.kernels = [kernel_of(t) for t in tasks]
+        self.capable = [[d.id for d in devices if d.time(t) is not None] for t in tasks]
+        self.priority = _bottom_levels(dag)
+        self.missing = [len(t.deps) for t in tasks]
+        self.where: list[set[str]] = [set() for _ in tasks]  # devices holding each output
+        self.queue: dict[str, list[_Queued]] = {d: [] for d in self.by_id}
+        self.queued_est = dict.fromkeys(self.by_id, 0.0)
+        self.running_until_est = dict.fromkeys(self.by_id, 0.0)
+        self.link_free = dict.fromkeys(self.by_id, 0.0)
+        self.running: dict[str, tuple[int, Decision, float] | None] = dict.fromkeys(self.by_id)
+        self.result = SimResult(0.0, policy, busy_s=dict.fromkeys(self.by_id, 0.0))
+        self.events: list[tuple[float, int, str, bool]] = []  # (time, seq, device, finished a task)
+        self.seq = 0
+        self.now = 0.0
+        self.done = 0
+        self.ready = [(-self.priority[i], i) for i, t in enumerate(tasks) if not t.deps]
+        heapq.heapify(self.ready)
+        self.clocks = _Clocks()
+
+    def run(self) -> SimResult:
+        self.place()
+        while self.events:
+            self.step()
+        if self.done != len(self.tasks):
+            raise RuntimeError(
+                f"simulate: {len(self.tasks) - self.done} tasks never ran (a dependency cycle?)")
+        result, clocks = self.result, self.clocks
+        result.makespan = self.now
+        result.decide_us = 1e6 * clocks.decide_s / max(clocks.n_decide, 1)
+        result.record_us = 1e6 * clocks.record_s / max(clocks.n_record, 1)
+        result.cpu_us = 1e6 * clocks.cpu_s / max(len(self.tasks), 1)
+        return result
+
+    def push_event(self, at: float, dev: str, finished_task: bool) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (at, self.seq, dev, finished_task))
+
+    def step(self) -> None:
+        """Everything that happens at the next event time, then the placements it allows."""
+        self.now, _, dev, finished_task = heapq.heappop(self.events)
         touched = [(dev, finished_task)]
-        while events and events[0][0] == now:  # everything happening now, before placing
-            _, _, d, f = heapq.heappop(events)
+        while self.events and self.events[0][0] == self.now:
+            _, _, d, f = heapq.heappop(self.events)
             touched.append((d, f))
         for dev, finished_task in touched:
-            if not finished_task:
-                continue
-            i, decision, run = running[dev]  # type: ignore[misc]
-            running[dev] = None
-            where[i].add(dev)
-            done += 1
-            c0, t0 = cpu_clock(), clock()
-            sched.record(decision, run)
-            record_s += clock() - t0
-            cpu_s += cpu_clock() - c0
-            n_record += 1
-            for s in dag.successors[i]:
-                missing[s] -= 1
-                if missing[s] == 0:
-                    heapq.heappush(ready, (-priority[s], s))
-        place()
+            if finished_task:
+                self.finish(dev)
+        self.place()
         for dev, _ in touched:
-            try_start(dev)
-    if done != len(tasks):
-        raise RuntimeError(f"simulate: {len(tasks) - done} tasks never ran (a dependency cycle?)")
-    result.makespan = now
-    result.decide_us = 1e6 * decide_s / max(n_decide, 1)
-    result.record_us = 1e6 * record_s / max(n_record, 1)
-    result.cpu_us = 1e6 * cpu_s / max(len(tasks), 1)
-    return result
+            self.try_start(dev)
+
+    def finish(self, dev: str) -> None:
+        i, decision, run = self.running[dev]  # type: ignore[misc]
+        self.running[dev] = None
+        self.where[i].add(dev)
+        self.done += 1
+        started = self.clocks.start()
+        self.sched.record(decision, run)
+        self.clocks.recorded(started)
+        for s in self.dag.successors[i]:
+            self.missing[s] -= 1
+            if self.missing[s] == 0:
+                heapq.heappush(self.ready, (-self.priority[s], s))
+
+    def place(self) -> None:
+        while self.ready:
+            _, i = heapq.heappop(self.ready)
+            decision = self.decide(i)
+            self.enqueue(i, decision)
+            result = self.result
+            result.tasks_per_device[decision.device] += 1
+            result.calibrating += decision.calibrating
+            if self.keep_decisions:
+                result.decisions.append(decision)
+            self.try_start(decision.device)
+
+    def decide(self, i: int) -> Decision:
+        """The policy's choice for task ``i``, with each device's queue wait and inputs."""
+        tasks, now = self.tasks, self.now
+        inputs = [InputData(tasks[d].out_bytes, self.where[d]) for d in tasks[i].deps]
+        inputs += [InputData(b, (HOST,)) for b in tasks[i].host_bytes]
+        wait = {d: (max(0.0, self.running_until_est[d] - now) if self.running[d] else 0.0)
+                + self.queued_est[d] for d in self.capable[i]}
+        started = self.clocks.start()
+        decision = self.sched.decide(self.kernels[i], self.capable[i], policy=self.policy,
+                                     inputs=inputs, wait_s=wait)
+        self.clocks.decided(started)
+        return decision
+
+    def enqueue(self, i: int, decision: Decision) -> None:
+        run_est = decision.chosen.run_s
+        if run_est is None:  # calibrating with nothing known: guess from the other devices
+            known = [c.run_s for c in decision.candidates if c.run_s is not None]
+            run_est = max(known) if known else 0.0
+        dev = decision.device
+        copy = self.copy_seconds(i, dev)
+        self.result.copy_s += copy
+        if self.overlap:  # the link copies now, one transfer after another
+            start = max(self.now, self.link_free[dev])
+            self.link_free[dev] = start + copy
+            self.queue[dev].append(_Queued(self.priority[i], i, decision, run_est, start + copy, 0.0))
+            self.queued_est[dev] += run_est
+        else:  # the device copies when it starts the task
+            self.queue[dev].append(_Queued(self.priority[i], i, decision, run_est + copy, self.now, copy))
+            self.queued_est[dev] += run_est + copy
+
+    def copy_seconds(self, i: int, dev: str) -> float:
+        tasks, tm = self.tasks, self.sched.transfers
+        task = tasks[i]
+        copy = sum(tm.input_seconds(dev, tasks[d].out_bytes, self.where[d]) for d in task.deps)
+        copy += sum(tm.input_seconds(dev, b, (HOST,)) for b in task.host_bytes)
+        for d in task.deps:
+            self.where[d].add(dev)  # the copy stays resident for later readers
+        return copy
+
+    def try_start(self, dev: str) -> None:
+        """Start the highest-priority queued task whose inputs have arrived, if ``dev`` is idle."""
+        queue, now = self.queue[dev], self.now
+        if self.running[dev] is not None or not queue:
+            return
+        startable = [q for q in queue if q.ready_at <= now]
+        if not startable:
+            self.push_event(min(q.ready_at for q in queue), dev, False)
+            return
+        item = max(startable, key=lambda q: q.priority)
+        queue.remove(item)
+        self.queued_est[dev] -= item.estimate_s
+        run = self.run_seconds(dev, item.task)
+        self.running[dev] = (item.task, item.decision, run)
+        self.running_until_est[dev] = now + item.estimate_s + item.copy_s
+        self.result.busy_s[dev] += item.copy_s + run
+        self.push_event(now + item.copy_s + run, dev, True)
+
+    def run_seconds(self, dev: str, i: int) -> float:
+        """The task's run time on ``dev``, jittered (log-normal noise, rare outliers)."""
+        run = self.by_id[dev].time(self.tasks[i]) or 0.0
+        run *= math.exp(self.rng.gauss(0.0, self.noise)) if self.noise else 1.0
+        if self.outliers and self.rng.random() < self.outliers:
+            run *= 10.0
+        return run
 
 
 def _bottom_levels(dag: DAG) -> list[float]:
