@@ -13,13 +13,9 @@ from hermes_nb.api.graph import make_node
 from hermes_nb.api.tensor import Tensor
 from hermes_nb.ir import dtypes
 from hermes_nb.ir.infer import fmt, normalize_axes, normalize_axis, reduce_shape
+from hermes_nb.ir.reduce import REDUCES
 
 Axis = int | Sequence[int] | None
-
-
-def _accumulator(dtype: np.dtype) -> np.dtype:
-    # NumPy sums bool and int32 in the default integer, int64
-    return dtype if dtypes.is_float(dtype) else dtypes.int64
 
 
 def _reduce(op: str, x: Tensor, axes: tuple[int, ...], keepdims: bool, out: np.dtype) -> Tensor:
@@ -45,13 +41,13 @@ def _check_nonempty(op: str, x: Tensor, axes: tuple[int, ...]) -> None:
 def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """Sum over ``axis`` (all axes by default); bool and integers sum in int64."""
     t = _as_tensor(x, "sum")
-    acc = _accumulator(t.dtype)
+    acc = REDUCES["sum"].result_dtype(t.dtype)
     return _reduce("sum", astype(t, acc), _axes("sum", t, axis), keepdims, acc)
 
 
 def prod(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
     t = _as_tensor(x, "prod")
-    acc = _accumulator(t.dtype)
+    acc = REDUCES["prod"].result_dtype(t.dtype)
     return _reduce("prod", astype(t, acc), _axes("prod", t, axis), keepdims, acc)
 
 
@@ -77,13 +73,13 @@ def _arg(op: str, x: Any, axis: int | None, keepdims: bool) -> Tensor:
         _check_nonempty(op, t, tuple(range(t.ndim)))
         from hermes_nb.api.manipulation import reshape
 
-        flat = _reduce(op, reshape(t, (-1,)), (0,), False, dtypes.int64)
+        flat = _reduce(op, reshape(t, (-1,)), (0,), False, REDUCES[op].result_dtype(t.dtype))
         return reshape(flat, (1,) * t.ndim) if keepdims else flat
     if t.ndim == 0:
         raise ValueError(f"{op}: axis {axis} is out of range for a 0-d tensor")
     a = normalize_axis(op, axis, t.ndim)
     _check_nonempty(op, t, (a,))
-    return _reduce(op, t, (a,), keepdims, dtypes.int64)
+    return _reduce(op, t, (a,), keepdims, REDUCES[op].result_dtype(t.dtype))
 
 
 def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Tensor:

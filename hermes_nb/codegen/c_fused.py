@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
 from hermes_nb.codegen.c_source import CUDA, OPENCL, CStyleRenderer
 from hermes_nb.compiler.program import Program
+from hermes_nb.ir.reduce import reduce_def
 
 __all__ = [
+    "C_COMBINE",
+    "c_combine",
     "cuda_matmul_epilogue_source",
     "cuda_reduce_parts",
     "cuda_reduce_source",
@@ -50,72 +51,121 @@ def _functions(r: CStyleRenderer, programs: list[tuple[Program, str]]) -> str:
     return "\n\n".join([*helpers, *bodies])
 
 
+# How C (OpenCL C, CUDA) folds ``{b}`` into ``{a}``, per dtype kind: (float, int, bool).
+# ``{t}``/``{u}``: the type and its unsigned twin; integers wrap like NumPy through
+# unsigned arithmetic. Arg reductions fold (value, index) pairs in reduce.cl's better(),
+# ordered by their ReduceDef; their scalar combine is a placeholder.
+C_COMBINE: dict[str, tuple[str, str, str]] = {
+    "sum": ("{a} + {b}", "({t})(({u}){a} + ({u}){b})", "{a} | {b}"),
+    "prod": ("{a} * {b}", "({t})(({u}){a} * ({u}){b})", "{a} & {b}"),
+    "max": ("({a} >= {b} || isnan({a})) ? {a} : {b}", "({a} >= {b}) ? {a} : {b}", "{a} | {b}"),
+    "min": ("({a} <= {b} || isnan({a})) ? {a} : {b}", "({a} <= {b}) ? {a} : {b}", "{a} & {b}"),
+    "argmax": ("{a}", "{a}", "{a}"),
+    "argmin": ("{a}", "{a}", "{a}"),
+}
+# fred_vec's fold of the vector ``v`` into ``va`` (floats only); ``{vec}``: va's type
+_VECTOR_COMBINE = {
+    "sum": "(va + v)",
+    "prod": "(va * v)",
+    "max": "select(v, va, (va >= v) | isnan(va))",
+    "min": "select(v, va, (va <= v) | isnan(va))",
+}
+
+
+def c_combine(op: str, dtype: str, a: str = "a", b: str = "b", t: str = "T", u: str = "U"
+              ) -> str:
+    """C's expression folding ``b`` into ``a`` for reduction ``op`` over ``dtype``."""
+    float_form, int_form, bool_form = C_COMBINE[op]
+    form = bool_form if dtype == "bool" else float_form if dtype.startswith("float") else int_form
+    return form.format(a=a, b=b, t=t, u=u)
+
+
 def reduce_identity(r: CStyleRenderer, op: str, dtype: str) -> str:
     """The C literal every ``op`` accumulation starts from."""
-    if op in ("sum", "prod"):
-        return r.literal(int(op == "prod"), dtype)
-    low = op == "max"
-    if dtype == "bool":
-        return r.literal(not low, dtype)
-    if dtype.startswith("float"):
-        return r.literal(float("-inf") if low else float("inf"), dtype)
-    info = np.iinfo(dtype)
-    return r.literal(info.min if low else info.max, dtype)
+    value = reduce_def(op).identity(dtype)
+    if value is None:
+        raise ValueError(f"{op} has no identity")
+    return r.literal(value, dtype)
 
 
-def _combine(r: CStyleRenderer, op: str, dtype: str, a: str = "a", b: str = "b") -> str:
-    """``op``'s accumulation step of ``b`` into ``a`` (NaN-propagating max/min)."""
-    if dtype == "bool":
-        return f"({a} | {b})" if op in ("sum", "max") else f"({a} & {b})"
-    if op in ("sum", "prod"):
-        sym = "+" if op == "sum" else "*"
-        t, u = r.types[dtype]
-        if dtype.startswith("int"):  # wrap like NumPy: unsigned arithmetic
-            return f"(({t})(({u}){a} {sym} ({u}){b}))"
-        return f"({a} {sym} {b})"
-    cmp = ">=" if op == "max" else "<="
-    nan = f" || isnan({a})" if dtype.startswith("float") else ""
-    return f"(({a} {cmp} {b}{nan}) ? {a} : {b})"
+def _combine(r: CStyleRenderer, op: str, dtype: str) -> str:
+    """``op``'s accumulation step of ``b`` into ``a`` in ``r``'s types."""
+    t, u = r.types[dtype]
+    return f"({c_combine(op, dtype, t=t, u=u)})"
 
 
-def _widens(op: str, acc: str) -> bool:
-    """float32 sums accumulate in double where the device has fp64: as accurate as NumPy's
-    pairwise summation at any length (the result is rounded to float once)."""
-    return op == "sum" and acc == "float32"
+class _OpenCLReduceWriter:
+    """Writes the OpenCL program of one fused-reduction pass, one method per part."""
 
+    def __init__(self, prologue: Program, epilogue: Program | None, op: str, acc: str,
+                 rank1: bool, eclasses: str, vec_classes: str, width: int, fp64: bool) -> None:
+        self.r = OPENCL
+        self.prologue, self.epilogue, self.op, self.acc = prologue, epilogue, op, acc
+        self.rank1, self.eclasses, self.vec_classes = rank1, eclasses, vec_classes
+        self.width, self.fp64 = width, fp64
+        self.n_in = prologue.n_inputs
+        self.acc_c = self.r.ctype(acc)
+        self.wide = reduce_def(op).work_dtype(acc, fp64) != acc
+        self.work_c = "double" if self.wide else self.acc_c
+        self.out_t = epilogue.dtype_of(epilogue.outputs[0]) if epilogue is not None else acc
 
-@functools.lru_cache(maxsize=256)
-def opencl_reduce_source(prologue: Program, epilogue: Program | None, op: str, acc: str,
-                         rank1: bool, eclasses: str, vec_classes: str, width: int,
-                         fp64: bool) -> str:
-    """The OpenCL program of one fused-reduction pass: ``fred`` always, ``fred_vec`` when
-    ``width`` > 0 (then ``vec_classes`` has ``i``/``o`` per prologue input). ``eclasses``
-    has ``s``/``f`` per epilogue input after the reduced value (empty without one)."""
-    from hermes_nb.backends.opencl import kernels as ocl
+    def source(self) -> str:
+        kernel = self.scalar_kernel()
+        if self.width:
+            kernel += "\n\n" + self.vector_kernel()
+        return f"""\
+// Generated by hermes_nb.codegen.c_fused: {self.op} of hpro over the reduced elements, then hepi.
+{self.fp64_header()}
+// NumPy rounds a*b+c twice; do not let the compiler contract it into an fma.
+#pragma OPENCL FP_CONTRACT OFF
+#define A {self.acc_c}
+#define W {self.work_c}
+#define IDENT {reduce_identity(self.r, self.op, self.acc)}
 
-    r = OPENCL
-    n_in = prologue.n_inputs
-    acc_c = r.ctype(acc)
-    wide = fp64 and _widens(op, acc)
-    work_c = "double" if wide else acc_c
-    out_t = epilogue.dtype_of(epilogue.outputs[0]) if epilogue is not None else acc
-    programs = [(prologue, "hpro")] + ([(epilogue, "hepi")] if epilogue is not None else [])
-    functions = _functions(r, programs)
-    if width:
-        functions += "\n\n" + r.vector_function(prologue, width, "hpro_vec")
-    combine = _combine(r, op, acc)
-    args = "".join(f"__global const {r.ctype(d)}* restrict in{m}, "
-                   for m, d in enumerate(prologue.input_dtypes))
-    if epilogue is not None:
-        args += "".join(f"__global const {r.ctype(d)}* restrict e{m}, "
-                        for m, d in enumerate(epilogue.input_dtypes[1:]))
-    store = "acc"
-    if epilogue is not None:
-        store = "hepi(" + ", ".join(["acc", *(f"e{m}[{'0' if c == 's' else 'row'}]"
-                                              for m, c in enumerate(eclasses))]) + ")"
-    bases = ", ".join(f"b{m} = 0" for m in range(n_in)) or "unused_b = 0"
-    obase = "\n".join(f"        b{m} += c * ostr[{m} * no + d];" for m in range(n_in))
-    head = f"""\
+{self.functions()}
+
+inline W combine(W a, W b) {{ return {_combine(self.r, self.op, self.acc)}; }}
+
+{kernel}
+"""
+
+    def fp64_header(self) -> str:
+        from hermes_nb.backends.opencl import kernels as ocl
+
+        programs = [self.prologue] + ([self.epilogue] if self.epilogue is not None else [])
+        used = {self.acc, self.out_t}
+        for program in programs:
+            used |= {*program.input_dtypes, *(i.dtype for i in program.instrs)}
+        return ocl.FP64_PRAGMA if self.fp64 and ("float64" in used or self.wide) else ""
+
+    def functions(self) -> str:
+        programs = [(self.prologue, "hpro")]
+        if self.epilogue is not None:
+            programs.append((self.epilogue, "hepi"))
+        functions = _functions(self.r, programs)
+        if self.width:
+            functions += "\n\n" + self.r.vector_function(self.prologue, self.width, "hpro_vec")
+        return functions
+
+    # ---- signature and indexing --------------------------------------------------------------
+
+    def params(self) -> str:
+        r = self.r
+        args = "".join(f"__global const {r.ctype(d)}* restrict in{m}, "
+                       for m, d in enumerate(self.prologue.input_dtypes))
+        if self.epilogue is not None:
+            args += "".join(f"__global const {r.ctype(d)}* restrict e{m}, "
+                            for m, d in enumerate(self.epilogue.input_dtypes[1:]))
+        return (f"__global {r.ctype(self.out_t)}* restrict out, {args}"
+                "__global const long* restrict meta, "
+                "const long M, const long K, const long parts, const long chunk, const int contig")
+
+    def head(self) -> str:
+        """Work-item ``g``'s output row and part, and its inputs' offsets ``b<m>`` there."""
+        n_in = self.n_in
+        bases = ", ".join(f"b{m} = 0" for m in range(n_in)) or "unused_b = 0"
+        obase = "\n".join(f"        b{m} += c * ostr[{m} * no + d];" for m in range(n_in))
+        return f"""\
     const long g = (long)get_global_id(0);
     if (g >= M * parts) return;
     const long row = g / parts, p = g - row * parts;
@@ -133,24 +183,46 @@ def opencl_reduce_source(prologue: Program, epilogue: Program | None, op: str, a
     }}
     (void)rstr; (void)rshape;"""
 
-    def call(offsets: list[str]) -> str:
+    def call(self, offsets: list[str]) -> str:
         return f"hpro({', '.join(f'in{m}[{o}]' for m, o in enumerate(offsets))})"
 
-    if rank1:
+    # ---- the scalar kernel fred --------------------------------------------------------------
+
+    def scalar_kernel(self) -> str:
+        loop = self.rank1_loop() if self.rank1 else self.nd_loop()
+        return f"""\
+__kernel void fred({self.params()})
+{{
+{self.head()}
+    long lo = p * chunk, hi = min(K, lo + chunk), step = 1;
+    if (!contig) {{ lo = p; hi = K; step = parts; }}
+    W a0 = IDENT, a1 = IDENT, a2 = IDENT, a3 = IDENT;
+{loop}
+    const A acc = (A)combine(combine(a0, a1), combine(a2, a3));
+    out[g] = {self.store()};
+}}"""
+
+    def rank1_loop(self) -> str:
+        """One reduced dimension: four accumulators, unrolled."""
+        n_in = self.n_in
         strides = "".join(f"    const long s{m} = rstr[{m}];\n" for m in range(n_in))
-        at = [[f"b{m} + (k + {u} * step) * s{m}" for m in range(n_in)] for u in range(4)]
-        loop = f"""{strides}    long k = lo;
+        at = [self.call([f"b{m} + (k + {u} * step) * s{m}" for m in range(n_in)])
+              for u in range(4)]
+        return f"""{strides}    long k = lo;
     for (; k + 3 * step < hi; k += 4 * step) {{
-        a0 = combine(a0, {call(at[0])});
-        a1 = combine(a1, {call(at[1])});
-        a2 = combine(a2, {call(at[2])});
-        a3 = combine(a3, {call(at[3])});
+        a0 = combine(a0, {at[0]});
+        a1 = combine(a1, {at[1]});
+        a2 = combine(a2, {at[2]});
+        a3 = combine(a3, {at[3]});
     }}
-    for (; k < hi; k += step) a0 = combine(a0, {call(at[0])});"""
-    else:
+    for (; k < hi; k += step) a0 = combine(a0, {at[0]});"""
+
+    def nd_loop(self) -> str:
+        """Several reduced dimensions: each element's offsets from its flat index."""
+        n_in = self.n_in
         roffs = "\n".join(f"            o{m} += c * rstr[{m} * nr + d];" for m in range(n_in))
         inits = ", ".join(f"o{m} = b{m}" for m in range(n_in)) or "unused_o = 0"
-        loop = f"""    for (long k = lo; k < hi; k += step) {{
+        return f"""    for (long k = lo; k < hi; k += step) {{
         long {inits};
         long rem = k;
         for (long d = nr - 1; d >= 0; --d) {{
@@ -158,43 +230,41 @@ def opencl_reduce_source(prologue: Program, epilogue: Program | None, op: str, a
             rem /= rshape[d];
 {roffs}
         }}
-        a0 = combine(a0, {call([f"o{m}" for m in range(n_in)])});
+        a0 = combine(a0, {self.call([f"o{m}" for m in range(n_in)])});
     }}"""
-    params = (f"__global {r.ctype(out_t)}* restrict out, {args}__global const long* restrict meta, "
-              "const long M, const long K, const long parts, const long chunk, const int contig")
-    kernel = f"""\
-__kernel void fred({params})
-{{
-{head}
-    long lo = p * chunk, hi = min(K, lo + chunk), step = 1;
-    if (!contig) {{ lo = p; hi = K; step = parts; }}
-    W a0 = IDENT, a1 = IDENT, a2 = IDENT, a3 = IDENT;
-{loop}
-    const A acc = (A)combine(combine(a0, a1), combine(a2, a3));
-    out[g] = {store};
-}}"""
-    if width:
-        vec = f"{work_c}{width}"
+
+    def store(self) -> str:
+        """The value stored: the reduced ``acc``, through the epilogue if there is one."""
+        if self.epilogue is None:
+            return "acc"
+        reads = [f"e{m}[{'0' if c == 's' else 'row'}]" for m, c in enumerate(self.eclasses)]
+        return "hepi(" + ", ".join(["acc", *reads]) + ")"
+
+    # ---- the vector kernel fred_vec ----------------------------------------------------------
+
+    def vector_combine(self, vec: str) -> str:
+        if self.op == "sum" and self.wide:
+            return f"(va + convert_{vec}(v))"
+        return _VECTOR_COMBINE[self.op]
+
+    def vector_kernel(self) -> str:
+        width, classes = self.width, self.vec_classes
+        vec = f"{self.work_c}{width}"
         vloads = ", ".join(
             f"vload{width}(0, in{m} + b{m} + k)" if c == "i"
-            else f"(({r.ctype(d)}{width})(in{m}[b{m}]))"
-            for m, (c, d) in enumerate(zip(vec_classes, prologue.input_dtypes)))
-        vcombine = {"sum": f"(va + convert_{vec}(v))" if wide else "(va + v)",
-                    "prod": "(va * v)",
-                    "max": "select(v, va, (va >= v) | isnan(va))",
-                    "min": "select(v, va, (va <= v) | isnan(va))"}[op]
-        scalar = call([f"b{m} + k" if c == "i" else f"b{m}" for m, c in enumerate(vec_classes)])
-        kernel += f"""
-
-__kernel void fred_vec({params})
+            else f"(({self.r.ctype(d)}{width})(in{m}[b{m}]))"
+            for m, (c, d) in enumerate(zip(classes, self.prologue.input_dtypes)))
+        scalar = self.call([f"b{m} + k" if c == "i" else f"b{m}" for m, c in enumerate(classes)])
+        return f"""\
+__kernel void fred_vec({self.params()})
 {{
-{head}
+{self.head()}
     const long lo = p * chunk, hi = min(K, lo + chunk);
     {vec} va = ({vec})(IDENT);
     long k = lo;
     for (; k + {width} <= hi; k += {width}) {{
-        const {acc_c}{width} v = hpro_vec({vloads});
-        va = {vcombine};
+        const {self.acc_c}{width} v = hpro_vec({vloads});
+        va = {self.vector_combine(vec)};
     }}
     W lanes[{width}];
     vstore{width}(va, 0, lanes);
@@ -202,27 +272,19 @@ __kernel void fred_vec({params})
     for (int l = 0; l < {width}; ++l) wacc = combine(wacc, lanes[l]);
     for (; k < hi; ++k) wacc = combine(wacc, {scalar});
     const A acc = (A)wacc;
-    out[g] = {store};
+    out[g] = {self.store()};
 }}"""
-    used = {*prologue.input_dtypes, acc, out_t, *(i.dtype for i in prologue.instrs)}
-    if epilogue is not None:
-        used |= {*epilogue.input_dtypes, *(i.dtype for i in epilogue.instrs)}
-    header = ocl.FP64_PRAGMA if fp64 and ("float64" in used or wide) else ""
-    return f"""\
-// Generated by hermes_nb.codegen.c_fused: {op} of hpro over the reduced elements, then hepi.
-{header}
-// NumPy rounds a*b+c twice; do not let the compiler contract it into an fma.
-#pragma OPENCL FP_CONTRACT OFF
-#define A {acc_c}
-#define W {work_c}
-#define IDENT {reduce_identity(r, op, acc)}
 
-{functions}
 
-inline W combine(W a, W b) {{ return {combine}; }}
-
-{kernel}
-"""
+@functools.lru_cache(maxsize=256)
+def opencl_reduce_source(prologue: Program, epilogue: Program | None, op: str, acc: str,
+                         rank1: bool, eclasses: str, vec_classes: str, width: int,
+                         fp64: bool) -> str:
+    """The OpenCL program of one fused-reduction pass: ``fred`` always, ``fred_vec`` when
+    ``width`` > 0 (then ``vec_classes`` has ``i``/``o`` per prologue input). ``eclasses``
+    has ``s``/``f`` per epilogue input after the reduced value (empty without one)."""
+    return _OpenCLReduceWriter(prologue, epilogue, op, acc, rank1, eclasses, vec_classes,
+                               width, fp64).source()
 
 
 def opencl_matmul_hooks(epilogue: Program, matmul_dtype: str) -> dict[str, str]:
@@ -251,7 +313,7 @@ def cuda_reduce_parts(prologue: Program, epilogue: Program | None, op: str, acc:
     epilogue is ``post_map_expr`` when it reads nothing but the reduced value (else the
     device runs it as a separate ElementwiseKernel and ``post_map_expr`` is ``y = a``)."""
     r = CUDA
-    work = "float64" if _widens(op, acc) else acc  # a float32 sum accumulates in double
+    work = reduce_def(op).work_dtype(acc)  # e.g. a float32 sum accumulates in double
     in_epi = epilogue is not None and epilogue.n_inputs == 1
     out_t = epilogue.dtype_of(epilogue.outputs[0]) if in_epi else acc
     programs = [(prologue, "hpro")] + ([(epilogue, "hepi")] if in_epi else [])

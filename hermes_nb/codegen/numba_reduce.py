@@ -50,8 +50,9 @@ from hermes_nb.codegen.layout import layout
 from hermes_nb.codegen.numba_cpu import _CODEGEN_HASH, _ctor, _Emitter, _literal
 from hermes_nb.codegen.numba_support import KernelCache, build_kernel, module_header, numba_array
 from hermes_nb.compiler.program import Program
+from hermes_nb.ir.reduce import reduce_def
 
-__all__ = ["layout", "render", "run_reduce", "supports"]
+__all__ = ["NUMBA_COMBINE", "layout", "numba_combine", "render", "run_reduce", "supports"]
 
 Variant = tuple[str, tuple[str, ...], tuple[str, ...]]  # kind, prologue classes, epilogue classes
 
@@ -59,37 +60,33 @@ _BLOCK = 2048  # elements per vectorised partial sum of a row (bounds float erro
 _CHUNK = 256  # outputs per task of the cols kernel
 
 
-def _identity(op: str, dtype: str) -> str:
-    if op == "sum":
-        return "np.bool_(False)" if dtype == "bool" else f"{_ctor(dtype)}(0)"
-    if op == "prod":
-        return "np.bool_(True)" if dtype == "bool" else f"{_ctor(dtype)}(1)"
-    low = op == "max"
+# How Numba folds ``{x}`` into ``{a}``, per dtype kind: (float, int, bool). Arg
+# reductions never reach fused_reduce (compiler.fuse_reduce), so they have no form here.
+NUMBA_COMBINE: dict[str, tuple[str, str, str]] = {
+    "sum": ("{a} + {x}", "{a} + {x}", "({a} | {x})"),
+    "prod": ("{a} * {x}", "{a} * {x}", "({a} & {x})"),
+    # NaN propagates: a NaN held stays, a NaN seen wins
+    "max": ("{a} if ({a} >= {x}) | ({a} != {a}) else {x}", "{a} if {a} >= {x} else {x}",
+            "({a} | {x})"),
+    "min": ("{a} if ({a} <= {x}) | ({a} != {a}) else {x}", "{a} if {a} <= {x} else {x}",
+            "({a} & {x})"),
+}
+
+
+def numba_combine(op: str, dtype: str, a: str, x: str) -> str:
+    """Numba's expression folding ``x`` into ``a`` for reduction ``op`` over ``dtype``."""
+    float_form, int_form, bool_form = NUMBA_COMBINE[op]
+    form = bool_form if dtype == "bool" else float_form if dtype.startswith("float") else int_form
+    return form.format(a=a, x=x)
+
+
+def numba_literal(value: bool | int | float, dtype: str) -> str:
+    """An identity from ``ir.reduce`` as a Numba constant of ``dtype``."""
     if dtype == "bool":
-        return f"np.bool_({not low})"
-    if dtype.startswith("float"):
-        return f"{_ctor(dtype)}({'-' if low else ''}np.inf)"
-    info = np.iinfo(dtype)
-    return f"{_ctor(dtype)}({info.min if low else info.max})"
-
-
-def _work_dtype(op: str, dtype: str) -> str:
-    """The accumulator's dtype: float32 sums accumulate in float64 (as accurate as NumPy's
-    pairwise summation at any length, and cheap on a CPU); the result is rounded once."""
-    return "float64" if op == "sum" and dtype == "float32" else dtype
-
-
-def _combine(op: str, dtype: str, a: str, x: str) -> str:
-    if dtype == "bool":
-        return f"({a} | {x})" if op in ("sum", "max") else f"({a} & {x})"
-    if op == "sum":
-        return f"{a} + {x}"
-    if op == "prod":
-        return f"{a} * {x}"
-    cmp = ">=" if op == "max" else "<="
-    if dtype.startswith("float"):  # NaN propagates: a NaN held stays, a NaN seen wins
-        return f"{a} if ({a} {cmp} {x}) | ({a} != {a}) else {x}"
-    return f"{a} if {a} {cmp} {x} else {x}"
+        return f"np.bool_({bool(value)})"
+    if isinstance(value, float) and math.isinf(value):
+        return f"{_ctor(dtype)}({'-' if value < 0 else ''}np.inf)"
+    return f"{_ctor(dtype)}({int(value)})"
 
 
 def _function(program: Program, name: str, prefix: str, helpers: dict[str, str]) -> list[str]:
@@ -114,94 +111,132 @@ def _function(program: Program, name: str, prefix: str, helpers: dict[str, str])
     return lines
 
 
-def render(attrs: dict[str, Any], variant: Variant) -> str:
-    """The Python source of the kernel module for one variant."""
-    kind, classes, eclasses = variant
-    prologue: Program = attrs["prologue"]
-    epilogue: Program | None = attrs["epilogue"]
-    op, acc_t = attrs["reduce"], attrs["reduce_dtype"]
-    work_t = _work_dtype(op, acc_t)
-    n_in = prologue.n_inputs
-    helpers: dict[str, str] = {}
-    functions = _function(prologue, "pro", "P", helpers)
-    if epilogue is not None:
-        functions += _function(epilogue, "epi", "E", helpers)
-    ins = [f"in{m}" for m in range(n_in)]
-    eps = [f"ep{m}" for m in range(len(eclasses))]
-    lines = [
-        *module_header("numba_reduce", _CODEGEN_HASH, [
-            f"reduce: {op} -> {acc_t}; variant: {variant!r}",
-            f"prologue: {prologue.signature}",
-            f"epilogue: {epilogue.signature if epilogue is not None else None}",
-        ]),
-        "U0 = np.uint64(0)",
-        "U1 = np.uint64(1)",
-        f"BLOCK = np.uint64({_BLOCK})",
-        f"CHUNK = np.uint64({_CHUNK})",
-        f"IDENT = {_identity(op, work_t)}",
-        *[src.rstrip() + "\n" for src in helpers.values()],
-        *functions,
-        "",
-        "",
-        '@njit(parallel=True, cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})',
-        f"def kernel({', '.join(['out', 'oshape', 'ostrides', 'rshape', 'rstrides', *ins, *eps])}):",
-        "    no = oshape.shape[0]",
-        "    nr = rshape.shape[0]",
-        "    total = np.uint64(out.shape[0])",
-    ]
-    pro_args = ", ".join(f"w{m}" for m in range(n_in))
+class _NumbaReduceWriter:
+    """Writes the kernel module of one variant, one method per part."""
 
-    def offsets(indent: str, index: str, shape: str, strides: str, dims: str, names: list[str]
-                ) -> list[str]:
-        # decompose `index` over shape[dims] (innermost last), adding to the offsets
+    def __init__(self, attrs: dict[str, Any], variant: Variant) -> None:
+        self.variant = variant
+        self.kind, self.classes, self.eclasses = variant
+        self.prologue: Program = attrs["prologue"]
+        self.epilogue: Program | None = attrs["epilogue"]
+        self.op, self.acc_t = attrs["reduce"], attrs["reduce_dtype"]
+        self.work_t = reduce_def(self.op).work_dtype(self.acc_t)
+        self.n_in = self.prologue.n_inputs
+
+    def source(self) -> str:
+        body = self.rows_body() if self.kind == "rows" else self.cols_body()
+        return "\n".join(self.module() + self.signature() + body) + "\n"
+
+    def module(self) -> list[str]:
+        """Header, constants and the prologue/epilogue functions."""
+        helpers: dict[str, str] = {}
+        functions = _function(self.prologue, "pro", "P", helpers)
+        if self.epilogue is not None:
+            functions += _function(self.epilogue, "epi", "E", helpers)
+        epilogue = self.epilogue.signature if self.epilogue is not None else None
+        return [
+            *module_header("numba_reduce", _CODEGEN_HASH, [
+                f"reduce: {self.op} -> {self.acc_t}; variant: {self.variant!r}",
+                f"prologue: {self.prologue.signature}",
+                f"epilogue: {epilogue}",
+            ]),
+            "U0 = np.uint64(0)",
+            "U1 = np.uint64(1)",
+            f"BLOCK = np.uint64({_BLOCK})",
+            f"CHUNK = np.uint64({_CHUNK})",
+            f"IDENT = {self.identity()}",
+            *[src.rstrip() + "\n" for src in helpers.values()],
+            *functions,
+        ]
+
+    def identity(self) -> str:
+        return numba_literal(reduce_def(self.op).identity(self.work_t), self.work_t)
+
+    def signature(self) -> list[str]:
+        ins = [f"in{m}" for m in range(self.n_in)]
+        eps = [f"ep{m}" for m in range(len(self.eclasses))]
+        args = ", ".join(["out", "oshape", "ostrides", "rshape", "rstrides", *ins, *eps])
+        return [
+            "",
+            "",
+            '@njit(parallel=True, cache=True, nogil=True, error_model="numpy", '
+            'fastmath={"reassoc"})',
+            f"def kernel({args}):",
+            "    no = oshape.shape[0]",
+            "    nr = rshape.shape[0]",
+            "    total = np.uint64(out.shape[0])",
+        ]
+
+    # ---- pieces shared by both variants ------------------------------------------------------
+
+    def offsets(self, indent: str, index: str, shape: str, strides: str, dims: str,
+                names: list[str]) -> list[str]:
+        """Decompose ``index`` over ``shape[dims]`` (innermost last), adding to ``names``."""
         body = [f"{indent}rem = {index}", f"{indent}for d in range({dims}, -1, -1):",
                 f"{indent}    q = rem // {shape}[d]", f"{indent}    c = rem - q * {shape}[d]",
                 f"{indent}    rem = q"]
         body += [f"{indent}    {n} += c * {strides}[{m}, d]" for m, n in enumerate(names)]
         return body
 
-    def epilogue_value(acc: str, at: str) -> str:
-        if work_t != acc_t:  # back to the reduction's dtype before the epilogue sees it
-            acc = f"{_ctor(acc_t)}({acc})"
-        if epilogue is None:
+    def reads(self, indent: str, cls: str, at: str) -> list[str]:
+        """The prologue arguments ``w<m>`` of class ``cls`` read at ``o<m>`` + ``at``."""
+        return [f"{indent}w{m} = in{m}[o{m}{at}]" for m, c in enumerate(self.classes) if c == cls]
+
+    def reduced_offsets(self, index: str, dims: str) -> list[str]:
+        """Per reduced element ``index``: the offsets ``o<m>`` from the bases ``b<m>``."""
+        body = [f"            o{m} = b{m}" for m in range(self.n_in)]
+        return body + self.offsets("            ", index, "rshape", "rstrides", dims,
+                                   [f"o{m}" for m in range(self.n_in)])
+
+    def combine(self, a: str, x: str) -> str:
+        return numba_combine(self.op, self.work_t, a, x)
+
+    def prologue_call(self) -> str:
+        return f"pro({', '.join(f'w{m}' for m in range(self.n_in))})"
+
+    def store_value(self, acc: str, at: str) -> str:
+        """What ``out`` gets: ``acc`` in the reduction's dtype, through the epilogue."""
+        if self.work_t != self.acc_t:  # back to the reduction's dtype before the epilogue
+            acc = f"{_ctor(self.acc_t)}({acc})"
+        if self.epilogue is None:
             return acc
-        args = [acc] + [f"ep{m}[{'0' if c == 's' else at}]" for m, c in enumerate(eclasses)]
+        args = [acc] + [f"ep{m}[{'0' if c == 's' else at}]" for m, c in enumerate(self.eclasses)]
         return f"epi({', '.join(args)})"
 
-    body: list[str] = []
-    if kind == "rows":
-        body += [
+    # ---- the variants ------------------------------------------------------------------------
+
+    def rows_body(self) -> list[str]:
+        """Innermost dimension reduced: one task per output, blocks of partial results."""
+        bases = [f"b{m}" for m in range(self.n_in)]
+        body = [
             "    inner = rshape[nr - 1]",
             "    nouter = U1",
             "    for d in range(nr - 1):",
             "        nouter *= rshape[d]",
             "    for t in prange(np.int64(total)):",
-        ]
-        body += [f"        b{m} = U0" for m in range(n_in)]
-        body += offsets("        ", "np.uint64(t)", "oshape", "ostrides", "no - 1",
-                        [f"b{m}" for m in range(n_in)])
-        body += ["        acc = IDENT", "        for r in range(nouter):"]
-        body += [f"            o{m} = b{m}" for m in range(n_in)]
-        body += offsets("            ", "np.uint64(r)", "rshape", "rstrides", "nr - 2",
-                        [f"o{m}" for m in range(n_in)])
-        body += [f"            w{m} = in{m}[o{m}]" for m, c in enumerate(classes) if c == "o"]
-        body += [
+            *[f"        {b} = U0" for b in bases],
+            *self.offsets("        ", "np.uint64(t)", "oshape", "ostrides", "no - 1", bases),
+            "        acc = IDENT",
+            "        for r in range(nouter):",
+            *self.reduced_offsets("np.uint64(r)", "nr - 2"),
+            *self.reads("            ", "o", ""),
             "            j = U0",
             "            while j < inner:",
             "                stop = min(j + BLOCK, inner)",
             "                part = IDENT",
             "                for jj in range(j, stop):",
-        ]
-        body += [f"                    w{m} = in{m}[o{m} + jj]" for m, c in enumerate(classes)
-                 if c == "i"]
-        body += [
-            f"                    part = {_combine(op, work_t, 'part', f'pro({pro_args})')}",
-            f"                acc = {_combine(op, work_t, 'acc', 'part')}",
+            *self.reads("                    ", "i", " + jj"),
+            f"                    part = {self.combine('part', self.prologue_call())}",
+            f"                acc = {self.combine('acc', 'part')}",
             "                j = stop",
-            f"        out[t] = {epilogue_value('acc', 't')}",
+            f"        out[t] = {self.store_value('acc', 't')}",
         ]
-    else:
-        body += [
+        return body
+
+    def cols_body(self) -> list[str]:
+        """Innermost dimension kept: one task per chunk of outputs, a vector of partials."""
+        work = "bool_" if self.work_t == "bool" else self.work_t
+        return [
             "    inner = oshape[no - 1]",
             "    nchunk = (inner + CHUNK - U1) // CHUNK",
             "    nred = U1",
@@ -211,30 +246,27 @@ def render(attrs: dict[str, Any], variant: Variant) -> str:
             "        row = np.uint64(t) // nchunk",
             "        j0 = (np.uint64(t) - row * nchunk) * CHUNK",
             "        m = min(CHUNK, inner - j0)",
-        ]
-        body += [f"        b{m} = j0 * ostrides[{m}, no - 1]" for m in range(n_in)]
-        body += offsets("        ", "row", "oshape", "ostrides", "no - 2",
-                        [f"b{m}" for m in range(n_in)])
-        body += [
-            f"        acc = np.empty(np.int64(m), np.{'bool_' if work_t == 'bool' else work_t})",
+            *[f"        b{m} = j0 * ostrides[{m}, no - 1]" for m in range(self.n_in)],
+            *self.offsets("        ", "row", "oshape", "ostrides", "no - 2",
+                          [f"b{m}" for m in range(self.n_in)]),
+            f"        acc = np.empty(np.int64(m), np.{work})",
             "        for jj in range(m):",
             "            acc[jj] = IDENT",
             "        for r in range(nred):",
-        ]
-        body += [f"            o{m} = b{m}" for m in range(n_in)]
-        body += offsets("            ", "r", "rshape", "rstrides", "nr - 1",
-                        [f"o{m}" for m in range(n_in)])
-        body += [f"            w{m} = in{m}[o{m}]" for m, c in enumerate(classes) if c == "o"]
-        body.append("            for jj in range(m):")
-        body += [f"                w{m} = in{m}[o{m} + jj]" for m, c in enumerate(classes)
-                 if c == "i"]
-        body += [
-            f"                acc[jj] = {_combine(op, work_t, 'acc[jj]', f'pro({pro_args})')}",
+            *self.reduced_offsets("r", "nr - 1"),
+            *self.reads("            ", "o", ""),
+            "            for jj in range(m):",
+            *self.reads("                ", "i", " + jj"),
+            f"                acc[jj] = {self.combine('acc[jj]', self.prologue_call())}",
             "        base = row * inner + j0",
             "        for jj in range(m):",
-            f"            out[base + jj] = {epilogue_value('acc[jj]', 'base + jj')}",
+            f"            out[base + jj] = {self.store_value('acc[jj]', 'base + jj')}",
         ]
-    return "\n".join(lines + body) + "\n"
+
+
+def render(attrs: dict[str, Any], variant: Variant) -> str:
+    """The Python source of the kernel module for one variant."""
+    return _NumbaReduceWriter(attrs, variant).source()
 
 
 def supports(attrs: dict[str, Any]) -> bool:

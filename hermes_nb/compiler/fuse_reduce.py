@@ -15,7 +15,8 @@ the device lists it in ``fused_ops`` and there is something to fuse:
 inputs are the prologue's inputs then the epilogue's inputs after the reduced value;
 attrs ``reduce`` (op), ``axes``, ``keepdims``, ``in_shape`` (the shape reduced),
 ``prologue``, ``epilogue`` (Program or None), ``n_prologue`` (how many inputs are the
-prologue's) and ``reduce_dtype`` (the accumulator dtype).
+prologue's) and ``reduce_dtype`` (the reduction's dtype; what it accumulates in is
+``ir.reduce.ReduceDef.work_dtype`` of it).
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from hermes_nb.compiler.rewrite import replace_groups, users
 from hermes_nb.compiler.target import ANY_DEVICE, Target
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import FLOAT_FUNCTIONS, Kind, kind_of
+from hermes_nb.ir.reduce import REDUCES
 
-FUSABLE_REDUCTIONS = frozenset({"sum", "prod", "max", "min"})
+# arg reductions fold (value, index) pairs: only their own kernels run them
+FUSABLE_REDUCTIONS = frozenset(name for name, rdef in REDUCES.items() if not rdef.is_arg)
 
 
 def device_fuses(node: Node, fused_op: str, target: Target) -> bool:
@@ -81,7 +84,8 @@ def epilogue_chain(head: Node, readers: dict[int, list[Node]], requested: set[in
 
 
 def identity_program(dtype: str) -> Program:
-    """A program whose output is its one input (a reduction without a prologue)."""
+    """A program whose output is its one input (a reduction without a prologue); not to
+    be confused with a reduction's identity value (``ir.reduce``)."""
     return Program((dtype,), (), (), (0,))
 
 

@@ -8,6 +8,7 @@ programs is bounded by op x dtype x variant (PoCL takes ~0.4 s per compile).
 from __future__ import annotations
 
 import logging
+import math
 import string
 import threading
 from functools import cache
@@ -17,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.cache import save_source
+from hermes_nb.codegen.c_fused import c_combine
+from hermes_nb.ir.reduce import reduce_def
 
 # dtype -> (OpenCL C type, unsigned twin used for wrapping integer arithmetic)
 CL_TYPES: dict[str, tuple[str, str]] = {
@@ -59,32 +62,34 @@ def render(name: str, **values: object) -> str:
 _LIMITS = {"int32": ("INT_MIN", "INT_MAX"), "int64": ("LONG_MIN", "LONG_MAX")}
 
 
+def _template_literal(value: bool | int | float | None, dtype: str) -> str:
+    """``value`` as reduce.cl's IDENT spells it (cast to T there)."""
+    if value is None:  # arg reductions: index -1 marks "no element yet", the value is unused
+        return "0"
+    if isinstance(value, float) and math.isinf(value):
+        return "-INFINITY" if value < 0 else "INFINITY"
+    if dtype in _LIMITS:
+        info = np.iinfo(dtype)
+        if value in (info.min, info.max):
+            return _LIMITS[dtype][value == info.max]
+    return str(int(value))
+
+
 def reduce_source(op: str, dtype: np.dtype, fp64: bool) -> str:
+    """reduce.cl for ``op`` over ``dtype``: identity from ``ir.reduce``, combine from
+    ``codegen.c_fused`` (in the template's types ``T`` and ``U``)."""
     dtype = np.dtype(dtype)
-    kind = dtype.kind
-    t, u = ctype(dtype), utype(dtype)
-    lo, hi = ("-INFINITY", "INFINITY") if kind == "f" else _LIMITS.get(dtype.name, ("0", "1"))
-    nan_max = "(a >= b || isnan(a)) ? a : b"  # NaN-propagating, like NumPy
-    nan_min = "(a <= b || isnan(a)) ? a : b"
-    table = {  # op -> (identity, float combine, int combine, bool combine)
-        "sum": ("0", "a + b", "(T)((U)a + (U)b)", "a | b"),
-        "prod": ("1", "a * b", "(T)((U)a * (U)b)", "a & b"),
-        "max": (lo, nan_max, "a >= b ? a : b", "a | b"),
-        "min": (hi, nan_min, "a <= b ? a : b", "a & b"),
-        "argmax": ("0", "a", "a", "a"),
-        "argmin": ("0", "a", "a", "a"),
-    }
-    ident, cf, ci, cb = table[op]
+    rdef = reduce_def(op)
     return render(
         "reduce",
         header=FP64_PRAGMA if fp64 else "",
-        t=t,
-        uns_t=u,
-        is_float=int(kind == "f"),
-        is_arg=int(op.startswith("arg")),
-        ident=f"(T)({ident})",
-        combine=cf if kind == "f" else cb if kind == "b" else ci,
-        cmp=">" if op == "argmax" else "<",
+        t=ctype(dtype),
+        uns_t=utype(dtype),
+        is_float=int(dtype.kind == "f"),
+        is_arg=int(rdef.is_arg),
+        ident=f"(T)({_template_literal(rdef.identity(dtype.name), dtype.name)})",
+        combine=c_combine(op, dtype.name),
+        cmp=rdef.order if rdef.is_arg else "<",  # read by arg reductions only
     )
 
 
