@@ -1,6 +1,7 @@
 # Three entry points do all the set-up on a fresh machine:
 #   make demo   - create .venv, install Hermes with PoCL, run the headless demo
-#   make test   - create .venv, install Hermes with test extras, run ruff and the whole test suite
+#   make test   - create .venv, install Hermes with test extras, run ruff and the whole test suite,
+#                 then the device suite on the test plug-in backend reference:0
 #   make lab    - create .venv, install Hermes with JupyterLab, open the tutorials in notebooks/
 PYTHON ?= python3
 VENV ?= .venv
@@ -27,8 +28,10 @@ lint: env
 	$(BIN)/ruff check hermes_nb tests benchmarks
 	$(BIN)/lint-imports
 
+# then the device suite on reference:0, a NumPy-only plug-in backend (tests/plugins): ~15 s
 test: env lint
 	$(BIN)/python -m pytest
+	HERMES_TEST_DEVICES=reference $(BIN)/python -m pytest tests/backend
 
 # reinstalled only when pyproject.toml changes (the install is editable: code changes need none)
 $(VENV)/.lab-installed: pyproject.toml | $(BIN)/python

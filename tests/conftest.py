@@ -7,6 +7,17 @@ Every test that takes a ``device`` argument runs once per device that
 ``[opencl:0]``, ``[cuda:0]``). Set ``HERMES_TEST_DEVICES`` to a comma-separated
 list of ids or kinds (``cpu,opencl:0``) to run on a subset.
 
+Plug-in backends
+----------------
+``HERMES_TEST_PLUGINS=1`` puts ``tests/plugins`` on ``sys.path`` before devices
+are discovered, so the test plug-in ``hermes_reference`` (a NumPy-only
+``reference:0`` registered by its entry point) is one of ``hm.devices()``.
+Naming it in ``HERMES_TEST_DEVICES`` (``reference``) turns this on too;
+without either the plug-in stays out and the device list is the usual one.
+With the plug-ins loaded only tests parametrised over ``device`` run (the
+others assume the built-in device list): ``HERMES_TEST_DEVICES=reference``
+runs the device suite on ``reference:0``.
+
 Helpers (as fixtures, so test modules never import from this file)
 -------------------------------------------------------------------
 ``run_on(device, fn, *inputs, **kwargs)``
@@ -27,17 +38,31 @@ Tests marked ``@pytest.mark.gpu`` are skipped when there is no ``cuda`` device.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 
+PLUGINS_DIR = os.path.join(os.path.dirname(__file__), "plugins")
+PLUGIN_KINDS = ("reference",)  # the kinds of the test plug-ins in PLUGINS_DIR
+
+
+def _plugins_wanted() -> bool:
+    named = {p.strip().split(":")[0] for p in os.environ.get("HERMES_TEST_DEVICES", "").split(",")}
+    return os.environ.get("HERMES_TEST_PLUGINS") == "1" or bool(named & set(PLUGIN_KINDS))
+
+
+# before hermes_nb is imported: importlib.metadata finds the plug-ins' dist-info here
+if _plugins_wanted() and PLUGINS_DIR not in sys.path:
+    sys.path.insert(0, PLUGINS_DIR)
+
 # every healthy OpenCL driver is a device of its own here (not only the newest per device),
 # so a crash in any driver present fails the suite rather than a user's notebook
 os.environ.setdefault("HERMES_OPENCL_ALL_DRIVERS", "1")
 
-import hermes_nb as hm
+import hermes_nb as hm  # noqa: E402  (after the plug-ins joined sys.path)
 
 GPU_SKIP_REASON = "needs a CUDA GPU: no cuda device found (cupy missing or no GPU)"
 
@@ -100,13 +125,15 @@ def pytest_configure(config: pytest.Config) -> None:
     policies._default = Scheduler(None)
     wanted = _device_filter()
     if wanted:
-        known = {str(d.id) for d in _all_devices()} | set(_KINDS)
-        unknown = sorted(w for w in wanted if w not in known and w.split(":")[0] not in _KINDS)
+        kinds = {*_KINDS, *(str(d.kind) for d in _all_devices())}
+        known = {str(d.id) for d in _all_devices()} | kinds
+        unknown = sorted(w for w in wanted if w not in known and w.split(":")[0] not in kinds)
         if unknown:
             available = ", ".join(str(d.id) for d in _all_devices())
             raise pytest.UsageError(
                 f"HERMES_TEST_DEVICES names unknown devices {unknown}; "
-                f"available: {available} (or kinds: {', '.join(_KINDS)})"
+                f"available: {available} (or kinds: {', '.join(sorted(kinds))}; "
+                "HERMES_TEST_PLUGINS=1 adds the test plug-ins' devices)"
             )
 
 
@@ -116,7 +143,19 @@ def device(request: pytest.FixtureRequest) -> Any:
     return request.param
 
 
+def _deselect_off_plugin_devices(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With the test plug-ins loaded, keep only tests parametrised over a device: the rest
+    assume the built-in device list, and the usual run covers them."""
+    kept = [i for i in items if getattr(i, "callspec", None) and "device" in i.callspec.params]
+    dropped = [i for i in items if i not in kept]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if PLUGINS_DIR in sys.path:
+        _deselect_off_plugin_devices(config, items)
     cudas = cuda_devices()
     wanted = _device_filter()
     if not cudas:

@@ -32,10 +32,60 @@ class Device(ABC):
     CuPy arrays), always C-contiguous with the node's shape and dtype.
     Each device runs its work on its own worker thread, so kernels on
     different devices overlap while each device sees one stream of work.
+
+    Writing a backend (the contract a plug-in implements)
+    -----------------------------------------------------
+    Subclass ``Device``, call ``super().__init__(index, name, memory_bytes=...,
+    compute_units=..., fp64=...)`` and register a ``discover()`` that returns the
+    instances under the entry-point group ``hermes_nb.backends`` (see
+    ``hermes_nb.backends``). Hermes calls every method below on the device's own
+    worker thread (``submit``/``run``), one call at a time, so a backend needs no
+    locking of its own.
+
+    Required:
+
+    ``kind`` (class attribute)
+        A short name of its own, without ``':'`` (``cpu``, ``opencl`` and ``cuda``
+        are Hermes' own). The device's id is ``f"{kind}:{index}"`` and must be
+        unique among ``hm.devices()``.
+    ``from_host(array)`` / ``to_host(buffer)``
+        Copy a C-contiguous NumPy array in, and a buffer back out as a NumPy array
+        of the same shape and dtype.
+    ``execute(spec, inputs)``
+        Run one op (``spec.op``, ``spec.attrs``, ``spec.shape``, ``spec.dtype``) on
+        buffers this device made, return a new C-contiguous buffer of ``spec.shape``
+        and ``spec.dtype``. The ops are those of ``hermes_nb.ir.ops`` (plus, in
+        ``fused_ops``, the compiler's fused kernels); ``hermes_nb.ir.array_ops.ArrayOps``
+        runs every single op with any NumPy-compatible array module, and is the
+        reference a backend's results must match. Raise any exception on failure:
+        the runtime reports it as a ``DeviceError`` naming the op and the device.
+
+    Optional (the defaults suit a device that runs every dtype but float64 where
+    ``fp64`` is false, fuses nothing and launches synchronously):
+
+    ``fused_ops`` (class attribute)
+        Which compiler-made kernels ``execute`` runs: any of ``fused_elementwise``,
+        ``fused_reduce``, ``fused_matmul``, ``fused_stencil``. The compiler fuses
+        only for the kinds listed here; left empty, the device is sent single ops.
+    ``supports(dtype)``
+        Whether buffers of ``dtype`` can live here (placement and build-time checks).
+    ``synchronize()``
+        Wait for queued work, so timings are the kernel's own.
+    ``memory_in_use()``
+        Bytes the device's memory pool holds (the load view).
+    ``runs_generated_kernel(spec)``
+        Whether a fused ``spec`` runs as generated code (``explain()`` shows its source).
+    ``info()``
+        A dict describing the device (``hermes doctor``, the notebook views); extend
+        the base dict rather than replace it.
+    ``survives_fork``
+        Whether a forked child may keep using the device (default: only ``cpu``).
     """
 
+    #: the device's kind, the part of its id before ``':'`` (required)
     kind: ClassVar[str]
-    #: compiler-made ops this device can run (the compiler fuses only for these)
+    #: compiler-made ops this device can run (the compiler fuses only for these);
+    #: empty: the compiler sends single ops
     fused_ops: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(
@@ -90,9 +140,12 @@ class Device(ABC):
         )
 
     def supports(self, dtype: np.dtype) -> bool:
+        """Whether buffers of ``dtype`` can live on this device (default: all of Hermes'
+        dtypes, float64 only where ``fp64``)."""
         return self.fp64 or dtype != np.float64
 
     def info(self) -> dict[str, Any]:
+        """What ``hermes doctor`` and the notebook views show; a subclass adds keys."""
         return {
             "id": self.id,
             "kind": self.kind,
@@ -136,15 +189,22 @@ class Device(ABC):
 
     @abstractmethod
     def from_host(self, array: np.ndarray) -> Any:
-        """Copy a host array to a new device buffer."""
+        """Copy a host array (C-contiguous NumPy) to a new device buffer of its shape
+        and dtype; required."""
 
     @abstractmethod
     def to_host(self, buffer: Any) -> np.ndarray:
-        """Copy a device buffer to a new host array."""
+        """Copy a device buffer to a new host NumPy array of its shape and dtype; required."""
 
     @abstractmethod
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        """Run one op on device buffers and return the output buffer."""
+        """Run one op on device buffers and return the output buffer; required.
+
+        ``spec.op`` is a single op of ``hermes_nb.ir.ops`` or one of ``fused_ops``;
+        ``inputs`` are buffers from this device, in ``spec.in_shapes`` order. The result
+        is a new C-contiguous buffer of ``spec.shape`` and ``spec.dtype``, equal to what
+        ``ArrayOps(numpy, "scipy.ndimage").run(spec, inputs)`` gives on the host.
+        """
 
     def runs_generated_kernel(self, spec: OpSpec) -> bool:
         """Whether a fused ``spec`` runs as generated code here (else as library calls, so
@@ -152,8 +212,9 @@ class Device(ABC):
         return True
 
     def synchronize(self) -> None:
-        """Wait for all work queued on the device (no-op where launches are synchronous)."""
+        """Wait for all work queued on the device (no-op where launches are synchronous);
+        the runtime calls it after each ``execute`` it times."""
 
     def memory_in_use(self) -> int:
-        """Bytes held by this device's memory pool."""
+        """Bytes held by this device's memory pool (0: not known)."""
         return 0

@@ -602,4 +602,5 @@ def test_new_functions_fused_chain(device, run_on, assert_close, sample, dtype):
         assert_close(got, build(x, y, np), loose=True)
     with hm.device(device):
         out = build(hm.asarray(x), hm.asarray(y), hm)
-    assert len(out.explain().kernels) == 1  # the whole chain is one fused kernel
+    if "fused_elementwise" in device.fused_ops:
+        assert len(out.explain().kernels) == 1  # the whole chain is one fused kernel
