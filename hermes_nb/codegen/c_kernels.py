@@ -32,17 +32,6 @@ def opencl_source(program: Program, modes: str, width: int, fp64: bool) -> str:
     r = OPENCL
     w = width
     vector = width > 0
-    strided = [k for k, m in enumerate(modes) if m == "g"]
-    index = []
-    if strided:
-        index.append("    const int nd = (int)meta[0];")
-        index.append("    long rem = i" + "".join(f", o{k} = 0" for k in strided) + ";")
-        index.append("    for (int d = nd - 1; d >= 0; --d) {")
-        index.append("        const long c = rem % meta[1 + d];")
-        index.append("        rem /= meta[1 + d];")
-        for pos, k in enumerate(strided):
-            index.append(f"        o{k} += c * meta[1 + {pos + 1} * nd + d];")
-        index.append("    }")
     args = " ".join(f"__global const {r.ctype(d)}* restrict in{k},"
                     for k, d in enumerate(program.input_dtypes))
 
@@ -68,10 +57,27 @@ def opencl_source(program: Program, modes: str, width: int, fp64: bool) -> str:
         functions=functions,
         out_t=r.ctype(program.dtype_of(program.outputs[0])),
         args=args,
-        index="\n".join(index),
+        index="\n".join(_strided_offsets(modes)),
         loads=loads("i"),
         vloads=vloads,
     )
+
+
+def _strided_offsets(modes: str) -> list[str]:
+    """Lines computing ``o<k>``, the element offset of strided input k for element i, from
+    the shape and per-input strides in ``meta``."""
+    strided = [k for k, m in enumerate(modes) if m == "g"]
+    if not strided:
+        return []
+    index = ["    const int nd = (int)meta[0];",
+             "    long rem = i" + "".join(f", o{k} = 0" for k in strided) + ";",
+             "    for (int d = nd - 1; d >= 0; --d) {",
+             "        const long c = rem % meta[1 + d];",
+             "        rem /= meta[1 + d];"]
+    for pos, k in enumerate(strided):
+        index.append(f"        o{k} += c * meta[1 + {pos + 1} * nd + d];")
+    index.append("    }")
+    return index
 
 
 def _dtypes(program: Program) -> set[str]:
