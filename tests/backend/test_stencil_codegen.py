@@ -8,10 +8,13 @@
     several launch geometries (vector CPU tiles, scalar GPU-style groups).
 (b) The public API: a blur + Sobel pipeline on ``opencl:0`` is ONE kernel.
 (c) Without a GPU: the CUDA rendering compiles with ``nvcc -ptx -arch=sm_90``.
+(d) Without a device: the source explain() shows; the generators import no backend.
 """
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,7 +23,6 @@ import scipy.ndimage
 from nvcc import compile_ptx, needs_nvcc
 
 import hermes_nb as hm
-from hermes_nb.backends.opencl import stencil as opencl_stencil
 from hermes_nb.codegen import stencil_c
 from hermes_nb.codegen.stencil_c import StencilConfig
 from hermes_nb.compiler.program import Instr, Program
@@ -179,10 +181,10 @@ def test_tile_pointwise_and_input_modes(ocl, maker):
 
 def test_vector_geometry_on_cpu(ocl):
     """CPUs get vector work-items (PoCL vectorises float16 loads/fma); scalar programs don't."""
-    cfg = opencl_stencil.stencil_config(ocl, blur_sobel())
-    if ocl._cpu and ocl._vector_width["float32"] >= 4:
+    cfg = ocl.stencil_config(blur_sobel())
+    if ocl.capabilities.is_cpu and ocl.capabilities.vector_width("float32") >= 4:
         assert cfg.v >= 4 and cfg.wx == cfg.wy == 1
-    assert opencl_stencil.stencil_config(ocl, masked_pipeline()).v == 1
+    assert ocl.stencil_config(masked_pipeline()).v == 1
     source = stencil_c.opencl_stencil_source(blur_sobel(), cfg)
     assert source.count("__kernel") == 1 and "__local" in source
 
@@ -193,7 +195,7 @@ def test_too_big_for_local_memory_falls_back(ocl, monkeypatch):
     monkeypatch.setattr(stencil_c, "local_bytes", lambda *a: 1 << 60)
     ocl._stencil_configs.pop(stencil, None)
     try:
-        assert opencl_stencil.stencil_config(ocl, stencil) is None
+        assert ocl.stencil_config(stencil) is None
         got, want = run_both(ocl, stencil, (2, 21, 30))
     finally:
         ocl._stencil_configs.pop(stencil, None)
@@ -268,3 +270,26 @@ def test_cuda_source_compiles(tmp_path):
     ptx = compile_ptx("\n".join(units), tmp_path, "stencil")
     for k in range(len(programs)):
         assert f".entry fused_stencil_{k}(" in ptx
+
+
+# ---- (d) without a device -------------------------------------------------------------------
+
+
+def test_render_source_without_the_device():
+    """explain() for a device not on this machine: CUDA's source, or OpenCL's in the
+    geometry of a CPU device (the generator asks no device)."""
+    st = blur_sobel()
+    cpu_geometry = stencil_c.opencl_config("float32", 16, True)
+    assert stencil_c.render_source(st, "opencl:99") == stencil_c.opencl_stencil_source(st, cpu_geometry)
+    assert stencil_c.render_source(st, "cuda:3") == stencil_c.cuda_stencil_source(st)
+    with pytest.raises(ValueError, match="no C source"):
+        stencil_c.render_source(st, "cpu:0")
+
+
+def test_stencil_generators_import_no_backend():
+    folder = Path(stencil_c.__file__).parent
+    for name in ("stencil_c", "stencil_dialect", "stencil_layout", "numba_stencil"):
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not [m for m in imported if m.startswith("hermes_nb.backends")], name
