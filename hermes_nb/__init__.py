@@ -93,13 +93,12 @@ from hermes_nb.api.manipulation import (
 )
 from hermes_nb.api.plan import Plan
 from hermes_nb.api.reductions import argmax, argmin, max, mean, min, prod, std, sum, var
-from hermes_nb.api.tensor import Tensor
+from hermes_nb.api.tensor import Tensor, compute
 from hermes_nb.backends import Device, devices, get_device
 from hermes_nb.context import current_options, current_policy, device, options, policy
 from hermes_nb.errors import DeviceError
 from hermes_nb.ir.dtypes import bool_ as bool
 from hermes_nb.ir.dtypes import float32, float64, int32, int64
-from hermes_nb.runtime import compute
 from hermes_nb.runtime import fork as _fork  # noqa: F401  (its at-fork handler)
 from hermes_nb.runtime.monitor import LoadSampler, load
 

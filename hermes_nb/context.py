@@ -8,11 +8,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 from hermes_nb.backends import Device, get_device
+from hermes_nb.scheduler.scope import POLICIES, current_policy, policy
 
-POLICIES = ("auto", "fastest", "round_robin", "cpu")
+__all__ = ["POLICIES", "Options", "current_options", "current_policy", "device", "options",
+           "pinned_device", "policy"]
 
 _pinned: ContextVar[str | None] = ContextVar("hermes_pinned_device", default=None)
-_policy: ContextVar[str] = ContextVar("hermes_policy", default="auto")
 
 
 @dataclass(frozen=True)
@@ -50,18 +51,6 @@ def device(target: str | Device) -> Iterator[Device]:
 
 
 @contextmanager
-def policy(name: str) -> Iterator[str]:
-    """Choose how unpinned kernels are placed inside the block."""
-    if name not in POLICIES:
-        raise ValueError(f"policy: unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
-    token = _policy.set(name)
-    try:
-        yield name
-    finally:
-        _policy.reset(token)
-
-
-@contextmanager
 def options(**changes: bool | str) -> Iterator[Options]:
     """Change compiler/runtime options inside the block, e.g. ``hm.options(fuse=False)``."""
     current = _options.get()
@@ -86,10 +75,6 @@ def options(**changes: bool | str) -> Iterator[Options]:
 
 def pinned_device() -> str | None:
     return _pinned.get()
-
-
-def current_policy() -> str:
-    return _policy.get()
 
 
 def current_options() -> Options:

@@ -58,16 +58,3 @@ def normal(shape: ShapeLike, loc: float = 0.0, scale: float = 1.0, dtype: object
     if spread < 0:
         raise ValueError(f"random.normal: scale must be >= 0, got {scale}")
     return _random("random.normal", "normal", shape, dtype, seed, (mean, spread))
-
-
-def draw(distribution: str, shape: tuple[int, ...], dtype: np.dtype, seed: int,
-         params: tuple[float, float]) -> np.ndarray:
-    """The host values of a ``random`` node."""
-    rng = np.random.Generator(np.random.Philox(seed))
-    a, b = params
-    if distribution == "uniform":
-        values = rng.random(shape, dtype=dtype) if (a, b) == (0.0, 1.0) else \
-            rng.uniform(a, b, shape).astype(dtype)
-    else:
-        values = rng.normal(a, b, shape).astype(dtype)
-    return np.array(values, dtype=dtype, order="C").reshape(shape)

@@ -1,19 +1,24 @@
-"""The lazy ``Tensor``: a handle on one node of the op graph."""
+"""The lazy ``Tensor``: a handle on one node of the op graph, and ``compute``.
+
+Its operators and array methods (``+``, ``@``, ``[]``, ``sum``, ``astype``, ...) call the
+array functions, which build tensors; :mod:`hermes_nb.api.methods` installs them, so this
+module imports none of those functions."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hermes_nb import runtime
+from hermes_nb.api.graph import check_capability
+from hermes_nb.backends import get_device
 from hermes_nb.ir.node import Node, toposort
+from hermes_nb.runtime.explain import explain_nodes
+from hermes_nb.runtime.plan import Plan
 
 if TYPE_CHECKING:
-    from hermes_nb.api.plan import Plan
     from hermes_nb.backends import Device
-
-Axis = int | Sequence[int] | None
 
 
 class Tensor:
@@ -36,23 +41,6 @@ class Tensor:
 
     def __init__(self, node: Node) -> None:
         self._node = node
-
-    # ---- construction -------------------------------------------------------------
-    @classmethod
-    def from_numpy(cls, array: np.ndarray) -> Tensor:
-        """Wrap a NumPy array (copied, so later changes to it do not leak in)."""
-        from hermes_nb.api.creation import from_numpy
-
-        return from_numpy(array)
-
-    @classmethod
-    def random(
-        cls, shape: Sequence[int] | int, dtype: object = "float32", seed: int | None = None
-    ) -> Tensor:
-        """Uniform [0, 1) values; a given seed gives the same values on every device."""
-        from hermes_nb.api.random import uniform
-
-        return uniform(shape, dtype=dtype, seed=seed)
 
     # ---- metadata -----------------------------------------------------------------
     @property
@@ -119,8 +107,6 @@ class Tensor:
     # ---- evaluation ---------------------------------------------------------------
     def compute(self) -> Tensor:
         """Run the graph and return a materialised tensor (its value stays on its device)."""
-        from hermes_nb.runtime import compute
-
         return compute(self)[0]
 
     def numpy(self) -> np.ndarray:
@@ -129,9 +115,8 @@ class Tensor:
         A computed tensor is immutable: on ``cpu:0`` the array is a view of the tensor's
         own buffer, so it is handed out read-only; ``np.array(t)`` gives a writable copy.
         """
-        from hermes_nb.runtime import to_numpy
-
-        view = to_numpy(self).view()
+        (value,) = runtime.execute([self._node])
+        view = value.host().reshape(self.shape).view()
         view.flags.writeable = False
         return view
 
@@ -169,9 +154,6 @@ class Tensor:
 
     def to(self, device: str | Device) -> Tensor:
         """This tensor's value on ``device``, e.g. ``t.to("opencl:0")``."""
-        from hermes_nb.api.graph import check_capability
-        from hermes_nb.backends import get_device
-
         target = get_device(device)
         check_capability("to", target.id, self.dtype, [self._node])
         node = Node("to_device", (self._node,), self.shape, self.dtype, {}, target.id)
@@ -179,169 +161,29 @@ class Tensor:
 
     def explain(self) -> Plan:
         """The kernels this tensor's graph runs, in order, with their devices."""
-        from hermes_nb.api.plan import explain
-
-        return explain(self)
-
-    def astype(self, dtype: object) -> Tensor:
-        from hermes_nb.api.elementwise import astype
-
-        return astype(self, dtype)
-
-    # ---- operators ----------------------------------------------------------------
-    def __add__(self, other: Any) -> Tensor:
-        return _ew().add(self, other)
-
-    def __radd__(self, other: Any) -> Tensor:
-        return _ew().add(other, self)
-
-    def __sub__(self, other: Any) -> Tensor:
-        return _ew().subtract(self, other)
-
-    def __rsub__(self, other: Any) -> Tensor:
-        return _ew().subtract(other, self)
-
-    def __mul__(self, other: Any) -> Tensor:
-        return _ew().multiply(self, other)
-
-    def __rmul__(self, other: Any) -> Tensor:
-        return _ew().multiply(other, self)
-
-    def __truediv__(self, other: Any) -> Tensor:
-        return _ew().divide(self, other)
-
-    def __rtruediv__(self, other: Any) -> Tensor:
-        return _ew().divide(other, self)
-
-    def __floordiv__(self, other: Any) -> Tensor:
-        return _ew().floor_divide(self, other)
-
-    def __rfloordiv__(self, other: Any) -> Tensor:
-        return _ew().floor_divide(other, self)
-
-    def __mod__(self, other: Any) -> Tensor:
-        return _ew().remainder(self, other)
-
-    def __rmod__(self, other: Any) -> Tensor:
-        return _ew().remainder(other, self)
-
-    def __pow__(self, other: Any) -> Tensor:
-        return _ew().pow(self, other)
-
-    def __rpow__(self, other: Any) -> Tensor:
-        return _ew().pow(other, self)
-
-    def __matmul__(self, other: Any) -> Tensor:
-        from hermes_nb.api.linalg import matmul
-
-        return matmul(self, other)
-
-    def __rmatmul__(self, other: Any) -> Tensor:
-        from hermes_nb.api.linalg import matmul
-
-        return matmul(other, self)
-
-    def __neg__(self) -> Tensor:
-        return _ew().negative(self)
+        return explain_nodes([self._node])
 
     def __pos__(self) -> Tensor:
         return self
 
-    def __abs__(self) -> Tensor:
-        return _ew().abs(self)
-
-    def __invert__(self) -> Tensor:
-        return _ew().logical_not(self, operator="~")
-
-    def __and__(self, other: Any) -> Tensor:
-        return _ew().logical_and(self, other, operator="&")
-
-    def __rand__(self, other: Any) -> Tensor:
-        return _ew().logical_and(other, self, operator="&")
-
-    def __or__(self, other: Any) -> Tensor:
-        return _ew().logical_or(self, other, operator="|")
-
-    def __ror__(self, other: Any) -> Tensor:
-        return _ew().logical_or(other, self, operator="|")
-
-    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
-        return _ew().equal(self, other)
-
-    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
-        return _ew().not_equal(self, other)
-
-    def __lt__(self, other: Any) -> Tensor:
-        return _ew().less(self, other)
-
-    def __le__(self, other: Any) -> Tensor:
-        return _ew().less_equal(self, other)
-
-    def __gt__(self, other: Any) -> Tensor:
-        return _ew().greater(self, other)
-
-    def __ge__(self, other: Any) -> Tensor:
-        return _ew().greater_equal(self, other)
-
+    # NumPy-style equality builds a tensor (methods installs ``==``), so hash by identity
     __hash__ = object.__hash__
-
-    # ---- shape --------------------------------------------------------------------
-    def __getitem__(self, key: Any) -> Tensor:
-        from hermes_nb.api.manipulation import getitem
-
-        return getitem(self, key)
-
-    @property
-    def T(self) -> Tensor:
-        from hermes_nb.api.manipulation import transpose
-
-        return transpose(self)
-
-    def reshape(self, *shape: int | Sequence[int]) -> Tensor:
-        from hermes_nb.api.manipulation import reshape
-
-        target = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        return reshape(self, target)  # type: ignore[arg-type]
-
-    # ---- reductions ---------------------------------------------------------------
-    def sum(self, axis: Axis = None, keepdims: bool = False) -> Tensor:
-        return _red().sum(self, axis=axis, keepdims=keepdims)
-
-    def prod(self, axis: Axis = None, keepdims: bool = False) -> Tensor:
-        return _red().prod(self, axis=axis, keepdims=keepdims)
-
-    def mean(self, axis: Axis = None, keepdims: bool = False) -> Tensor:
-        return _red().mean(self, axis=axis, keepdims=keepdims)
-
-    def max(self, axis: Axis = None, keepdims: bool = False) -> Tensor:
-        return _red().max(self, axis=axis, keepdims=keepdims)
-
-    def min(self, axis: Axis = None, keepdims: bool = False) -> Tensor:
-        return _red().min(self, axis=axis, keepdims=keepdims)
-
-    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
-        return _red().argmax(self, axis=axis, keepdims=keepdims)
-
-    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
-        return _red().argmin(self, axis=axis, keepdims=keepdims)
-
-    def var(self, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Tensor:
-        return _red().var(self, axis=axis, correction=correction, keepdims=keepdims)
-
-    def std(self, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Tensor:
-        return _red().std(self, axis=axis, correction=correction, keepdims=keepdims)
 
 
 _SOURCE_OPS = frozenset({"constant", "random", "full", "arange", "buffer"})
 
 
-def _ew() -> Any:
-    from hermes_nb.api import elementwise
+def compute(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """Materialise several tensors in one graph, so work they share runs once.
 
-    return elementwise
-
-
-def _red() -> Any:
-    from hermes_nb.api import reductions
-
-    return reductions
+    >>> import hermes_nb as hm
+    >>> a = hm.arange(3) * 2
+    >>> b, c = hm.compute(a + 1, a - 1)
+    >>> b.numpy().tolist(), c.numpy().tolist()
+    ([1, 3, 5], [-1, 1, 3])
+    """
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"compute: expected Tensors, got {type(t).__name__}")
+    values = runtime.execute([t.node for t in tensors])
+    return tuple(Tensor(runtime.materialised(t.node, v)) for t, v in zip(tensors, values))

@@ -28,10 +28,12 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.display import display
 
-import hermes_nb as hm
-from hermes_nb.context import POLICIES
+from hermes_nb import backends, context
+from hermes_nb.api.tensor import Tensor, compute
 from hermes_nb.notebook.reprs import LoadTable, NamedPlans, RunSummary, device_table
+from hermes_nb.runtime import monitor as runtime_monitor
 from hermes_nb.runtime.profile import last_profile
+from hermes_nb.scheduler.scope import POLICIES
 
 CELL_USAGE = ("usage: %%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile] "
               "[--timeline] [--placement] [--fusion] [--trace FILE]")
@@ -85,13 +87,13 @@ def _show_as_one_line(exc: BaseException, message: str) -> None:
     exc._render_traceback_ = lambda: [message]  # type: ignore[attr-defined]
 
 
-def _new_lazy_tensors(before: dict[str, Any], after: dict[str, Any]) -> dict[str, hm.Tensor]:
+def _new_lazy_tensors(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Tensor]:
     """Names the cell bound (new or rebound) to a lazy Tensor; ``_``-names are IPython's."""
     return {
         name: value
         for name, value in after.items()
         if not name.startswith("_")
-        and isinstance(value, hm.Tensor)
+        and isinstance(value, Tensor)
         and not value.is_materialized
         and before.get(name, _MISSING) is not value
     }
@@ -130,23 +132,25 @@ class HermesMagics(Magics):
         if words == ["devices"]:
             display(device_table())
         elif words == ["load"]:
-            display(LoadTable(tuple(hm.load())))
+            display(LoadTable(tuple(runtime_monitor.load())))
             if _widgets_available():
                 # one live monitor per shell: a new one replaces (and stops) the last
                 previous = getattr(self, "_monitor", None)
                 if previous is not None:
                     previous.close()
-                self._monitor = hm.load_monitor()
+                from hermes_nb.widgets.monitor import load_monitor  # needs ipywidgets
+
+                self._monitor = load_monitor()
                 display(self._monitor)
         elif words == ["options"]:
             from hermes_nb.context import pinned_device
 
-            opts = hm.current_options()
-            print(f"hermes: device={pinned_device() or 'unpinned'} policy={hm.current_policy()} "
+            opts = context.current_options()
+            print(f"hermes: device={pinned_device() or 'unpinned'} policy={context.current_policy()} "
                   f"fuse={opts.fuse} coexec={opts.coexec} progress={opts.progress}")
         elif len(words) == 2 and words[0] == "explain":
             value = self.shell.user_ns.get(words[1], _MISSING)
-            if not isinstance(value, hm.Tensor):
+            if not isinstance(value, Tensor):
                 raise _usage(f"explain: {words[1]!r} is not a Tensor in this namespace")
             display(value.explain())
         else:
@@ -157,7 +161,7 @@ class HermesMagics(Magics):
         try:
             args = _cell_parser().parse_args(shlex.split(line))
             if args.device is not None:
-                hm.get_device(args.device)  # validate before running anything
+                backends.get_device(args.device)  # validate before running anything
             if args.policy is not None and args.policy not in POLICIES:
                 raise _UsageError(f"unknown policy {args.policy!r}; choose one of {', '.join(POLICIES)}")
             if (args.timeline or args.placement or args.fusion) and not _widgets_available():
@@ -172,11 +176,11 @@ class HermesMagics(Magics):
             # the settings hold for building the graph (device pinning) and for running it
             # (fusion, placement policy), so the compute below stays inside the scope
             if args.device is not None:
-                scope.enter_context(hm.device(args.device))
+                scope.enter_context(context.device(args.device))
             if args.policy is not None:
-                scope.enter_context(hm.policy(args.policy))
+                scope.enter_context(context.policy(args.policy))
             if not args.fuse:
-                scope.enter_context(hm.options(fuse=False))
+                scope.enter_context(context.options(fuse=False))
 
             ns = self.shell.user_ns
             before = dict(ns)
@@ -194,7 +198,7 @@ class HermesMagics(Magics):
                 return
 
             # one tensor bound to several names is computed once
-            unique: dict[int, hm.Tensor] = {}
+            unique: dict[int, Tensor] = {}
             for t in assigned.values():
                 unique.setdefault(id(t), t)
             # planned before the run, while the tensors are still lazy expressions
@@ -202,7 +206,7 @@ class HermesMagics(Magics):
             previous = last_profile()
             start = time.perf_counter()
             try:
-                results = hm.compute(*unique.values()) if unique else ()
+                results = compute(*unique.values()) if unique else ()
             except Exception as exc:  # one line, not the runtime's frames
                 _show_as_one_line(exc, f"hermes: compute failed: {type(exc).__name__}: {exc}")
                 raise
@@ -279,7 +283,7 @@ def _check_trace_path(path: str) -> None:
         os.unlink(target)
 
 
-def _fusion_view(tensors: tuple[hm.Tensor, ...]) -> Any:
+def _fusion_view(tensors: tuple[Tensor, ...]) -> Any:
     from hermes_nb.widgets import fusion_view
 
     return fusion_view(*tensors)

@@ -1,4 +1,7 @@
-"""Running graphs: locally on per-device worker threads, or on a dask.distributed cluster."""
+"""Running graphs: locally on per-device worker threads, or on a dask.distributed cluster.
+
+The runtime takes nodes and returns device values (:class:`Resident`); the API wraps them
+in tensors."""
 
 from __future__ import annotations
 
@@ -7,24 +10,22 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from types import MappingProxyType
 from typing import Any
 
 import dask.threaded
-import numpy as np
 
-from hermes_nb.api.tensor import Tensor
 from hermes_nb.backends import devices
-from hermes_nb.compiler.target import Target
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.runtime import profile
+from hermes_nb.runtime.explain import kernel_source, plan_of
 from hermes_nb.runtime.lower import lower
 from hermes_nb.runtime.placement import Placement, place
 from hermes_nb.runtime.profile import last_profile
 from hermes_nb.runtime.progress import progress_bar
 from hermes_nb.runtime.resident import Resident
+from hermes_nb.runtime.targets import compile_target
 
-__all__ = ["Resident", "compute", "last_profile", "to_numpy"]
+__all__ = ["Resident", "compile_target", "execute", "last_profile", "materialised"]
 
 
 def _active_client() -> Any:
@@ -58,8 +59,6 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
         _print_schedule(optimized, placed)
     if _debug_level() >= 4:
         _print_sources(optimized, placed)
-    from hermes_nb.api.plan import plan_of
-
     plan = plan_of(optimized, placed, sources=False)
     bar = progress_bar(current_options().progress, len(plan.kernels))
     run_id = profile.begin(plan, on_kernel=bar)
@@ -84,12 +83,6 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
         if bar is not None:
             bar.close()
     return list(results)
-
-
-def compile_target() -> Target:
-    """What the compiler may fuse for: each device's fused kernel kinds (plain data)."""
-    return Target(MappingProxyType({d.id: d.fused_ops for d in devices()}),
-                  default_kinds=frozenset())
 
 
 _runner: concurrent.futures.ThreadPoolExecutor | None = None
@@ -128,8 +121,6 @@ def _print_schedule(outputs: list[Node], placed: dict[int, Placement]) -> None:
 
 
 def _print_sources(outputs: list[Node], placed: dict[int, Placement]) -> None:
-    from hermes_nb.api.plan import kernel_source
-
     for node in toposort(outputs):
         device = placed[id(node)].device
         source = kernel_source(node, device)
@@ -137,29 +128,8 @@ def _print_sources(outputs: list[Node], placed: dict[int, Placement]) -> None:
             print(f"hermes: source of {node.key} on {device}:\n{source}", file=sys.stderr)
 
 
-def compute(*tensors: Tensor) -> tuple[Tensor, ...]:
-    """Materialise several tensors in one graph, so work they share runs once.
-
-    >>> import hermes_nb as hm
-    >>> a = hm.arange(3) * 2
-    >>> b, c = hm.compute(a + 1, a - 1)
-    >>> b.numpy().tolist(), c.numpy().tolist()
-    ([1, 3, 5], [-1, 1, 3])
-    """
-    for t in tensors:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"compute: expected Tensors, got {type(t).__name__}")
-    results = execute([t.node for t in tensors])
-    return tuple(_materialised(t.node, r) for t, r in zip(tensors, results))
-
-
-def _materialised(node: Node, value: Resident) -> Tensor:
+def materialised(node: Node, value: Resident) -> Node:
+    """The ``buffer`` node holding ``node``'s computed ``value`` (``node`` itself if it is one)."""
     if node.op == "buffer":
-        return Tensor(node)
-    return Tensor(Node("buffer", (), node.shape, node.dtype, {"handle": value}, value.device))
-
-
-def to_numpy(tensor: Tensor) -> np.ndarray:
-    (result,) = execute([tensor.node])
-    array = result.host()
-    return array.reshape(tensor.shape)
+        return node
+    return Node("buffer", (), node.shape, node.dtype, {"handle": value}, value.device)

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb.api import random as hm_random
 from hermes_nb.backends import get_device
 from hermes_nb.errors import DeviceError, DeviceMemoryError
 from hermes_nb.ir.node import Node, OpSpec, toposort
+from hermes_nb.ir.random import draw
 from hermes_nb.runtime import profile
 from hermes_nb.runtime.coexec import lower_split
 from hermes_nb.runtime.placement import Placement
@@ -51,7 +51,7 @@ def host_source_value(spec: OpSpec) -> Any:
     if spec.op == "constant":
         return spec.attrs["value"]
     a = spec.attrs
-    return hm_random.draw(a["distribution"], spec.shape, spec.dtype, a["seed"], a["params"])
+    return draw(a["distribution"], spec.shape, spec.dtype, a["seed"], a["params"])
 
 
 def load_host_source(spec: OpSpec) -> Resident:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hermes_nb.api.plan import Plan
+    from hermes_nb.runtime.plan import Plan
 
 
 @dataclass(frozen=True)

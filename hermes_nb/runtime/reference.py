@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb.api.tensor import Tensor
 from hermes_nb.ir.node import Node, OpSpec, toposort
 from hermes_nb.runtime.lower import host_source_value
 
@@ -26,24 +25,25 @@ def _host_value(node: Node) -> Any:
     return host_source_value(OpSpec.of(node, "cpu:0"))  # the draw the devices upload
 
 
-def evaluate(tensor: Tensor) -> np.ndarray:
-    """``tensor``'s value as a NumPy array, computed on the host op by op.
+def evaluate(node: Node) -> np.ndarray:
+    """``node``'s value as a NumPy array, computed on the host op by op.
 
     >>> import hermes_nb as hm
-    >>> evaluate(hm.arange(4) * 2 + 1).tolist()
+    >>> evaluate((hm.arange(4) * 2 + 1).node).tolist()
     [1, 3, 5, 7]
     """
     from hermes_nb.compiler import simplify
     from hermes_nb.ir.array_ops import ArrayOps
 
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"evaluate: expected a Tensor, got {type(tensor).__name__}")
+    if not isinstance(node, Node):
+        raise TypeError(f"evaluate: expected a graph Node (a tensor's .node), "
+                        f"got {type(node).__name__}")
     host = ArrayOps(np, "scipy.ndimage")
-    (root,) = simplify([tensor.node])
+    (root,) = simplify([node])
     values: dict[int, Any] = {}
-    for node in toposort([root]):
-        if node.op in ("buffer", "constant", "random"):
-            values[id(node)] = _host_value(node)
+    for n in toposort([root]):
+        if n.op in ("buffer", "constant", "random"):
+            values[id(n)] = _host_value(n)
         else:
-            values[id(node)] = host.run(OpSpec.of(node, "cpu:0"), [values[id(i)] for i in node.inputs])
-    return np.asarray(values[id(root)]).reshape(tensor.shape)
+            values[id(n)] = host.run(OpSpec.of(n, "cpu:0"), [values[id(i)] for i in n.inputs])
+    return np.asarray(values[id(root)]).reshape(node.shape)

@@ -12,6 +12,7 @@ Modules, one job each
 ``health``    :class:`HealthRegistry` — (signature, device) pairs that failed.
 ``policies``  :class:`Scheduler`, :class:`Decision` — ``auto`` / ``fastest`` /
               ``round_robin`` / ``cpu`` / pinned, calibration, fallback.
+``scope``     ``POLICIES`` and the ``policy`` scope in force (``hm.policy`` re-exports it).
 ``coexec``    :func:`plan_split` / :func:`split_rows` — row ranges per device.
 ``sim``       simulated devices, DAG generators (``dags``), lower bound (``bound``) and a
               discrete-event simulator that places tasks with the same ``Scheduler``.

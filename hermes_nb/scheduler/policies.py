@@ -1,6 +1,6 @@
 """Placement decisions: which device runs a kernel, with every candidate's estimate and why.
 
-Policies (names from :data:`hermes_nb.context.POLICIES`):
+Policies (names from :data:`hermes_nb.scheduler.scope.POLICIES`):
 
 ``auto``
     Earliest estimated finish over the healthy candidates, in the spirit of StarPU's
@@ -26,12 +26,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from hermes_nb.context import POLICIES
-from hermes_nb.context import policy as _policy_scope
 from hermes_nb.scheduler.health import HealthRegistry
 from hermes_nb.scheduler.history import HistoryStore
 from hermes_nb.scheduler.kernel import KernelInfo
 from hermes_nb.scheduler.model import CALIBRATION_RUNS, Link, PerfModel, TransferModel, measure_link
+from hermes_nb.scheduler.scope import check_policy, current_policy
 
 
 class DeviceLike(Protocol):
@@ -41,14 +40,6 @@ class DeviceLike(Protocol):
 
 class NoHealthyDevice(RuntimeError):
     """Every candidate device failed this kernel before."""
-
-
-def check_policy(name: str) -> str:
-    """``name`` if it is a policy, else the ``ValueError`` of ``hm.policy`` naming the choices."""
-    if name not in POLICIES:
-        with _policy_scope(name):  # raises context.policy's ValueError (one message, one place)
-            pass
-    return name
 
 
 def fmt_s(seconds: float | None) -> str:
@@ -205,7 +196,7 @@ class Scheduler:
         devices
             Capable candidates (ids or devices), in preference order for ties.
         policy
-            A name from ``hm.context.POLICIES``; ``None`` for the current ``hm.policy``.
+            A name from ``scope.POLICIES``; ``None`` for the current ``hm.policy``.
         pinned
             A device id that overrides the policy (estimates are still reported).
         inputs
@@ -216,8 +207,6 @@ class Scheduler:
             False for a dry run (``explain()``): no round-robin turn, no calibration slot taken.
         """
         if policy is None:
-            from hermes_nb.context import current_policy
-
             policy = current_policy()
         check_policy(policy)
         ids = [d if isinstance(d, str) else d.id for d in devices]

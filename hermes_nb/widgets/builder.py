@@ -19,11 +19,11 @@ from typing import Any
 import ipywidgets as w
 import numpy as np
 
-import hermes_nb as hm
+from hermes_nb import backends
 from hermes_nb.api.image import Pipeline, Stage, compose
 from hermes_nb.api.plan import Plan
-from hermes_nb.context import POLICIES
 from hermes_nb.runtime.profile import Profile
+from hermes_nb.scheduler.scope import POLICIES
 from hermes_nb.widgets.builder_catalogue import (
     CATALOGUE,
     FloatParam,
@@ -79,7 +79,7 @@ class PipelineBuilder(w.VBox):
         add = w.Button(description="Add stage", icon="plus", button_style="primary")
         add.on_click(lambda _: self.add(self._palette.value))
         self._device = w.Dropdown(options=[("auto (by policy)", "auto")]
-                                  + [(d.id, d.id) for d in hm.devices()], description="device")
+                                  + [(d.id, d.id) for d in backends.devices()], description="device")
         self._policy = w.Dropdown(options=list(POLICIES), description="policy")
         self._stages = w.VBox(layout={"width": "420px"})
         self._before = w.Image(value=to_png(self._image), format="png", layout=_IMG_LAYOUT)

@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-import hermes_nb as hm
-from hermes_nb.api.image import Stage
+from hermes_nb.api import elementwise, reductions
+from hermes_nb.api.image import Stage, conv2d, gaussian_blur, sobel, sobel_edge_detection
+from hermes_nb.api.tensor import Tensor
 from hermes_nb.ir.ops import BORDERS
 
 
@@ -137,7 +138,7 @@ class StageSpec:
         return {k: p.check(self.name, k, merged[k]) for k, p in self.params.items()}
 
 
-def _elementwise(name: str, params: dict[str, Any], fn: Callable[[hm.Tensor], hm.Tensor]) -> Stage:
+def _elementwise(name: str, params: dict[str, Any], fn: Callable[[Tensor], Tensor]) -> Stage:
     return Stage(name, dict(params), fn)
 
 
@@ -148,12 +149,12 @@ def _lambda(name: str, params: dict[str, Any], body: str) -> str:
 # ---- thresholds: OpenCV's cv2.threshold types ------------------------------------------
 def _threshold(p: dict[str, Any]) -> Stage:
     t, m, mode = p["thresh"], p["maxval"], p["mode"]
-    fns: dict[str, Callable[[hm.Tensor], hm.Tensor]] = {
-        "binary": lambda img: hm.astype(img > t, img.dtype) * m,
-        "binary_inv": lambda img: hm.astype(hm.logical_not(img > t), img.dtype) * m,
-        "trunc": lambda img: hm.where(img > t, t, img),
-        "tozero": lambda img: hm.where(img > t, img, 0.0),
-        "tozero_inv": lambda img: hm.where(img > t, 0.0, img),
+    fns: dict[str, Callable[[Tensor], Tensor]] = {
+        "binary": lambda img: elementwise.astype(img > t, img.dtype) * m,
+        "binary_inv": lambda img: elementwise.astype(elementwise.logical_not(img > t), img.dtype) * m,
+        "trunc": lambda img: elementwise.where(img > t, t, img),
+        "tozero": lambda img: elementwise.where(img > t, img, 0.0),
+        "tozero_inv": lambda img: elementwise.where(img > t, 0.0, img),
     }
     return _elementwise("threshold", p, fns[mode])
 
@@ -170,13 +171,13 @@ def _threshold_code(p: dict[str, Any]) -> str:
     return _lambda("threshold", p, body)
 
 
-def _normalize(img: hm.Tensor) -> hm.Tensor:
-    return (img - hm.min(img)) / (hm.max(img) - hm.min(img))
+def _normalize(img: Tensor) -> Tensor:
+    return (img - reductions.min(img)) / (reductions.max(img) - reductions.min(img))
 
 
 UNARY = ("abs", "sqrt", "exp", "log", "tanh", "sigmoid", "relu", "negative", "floor", "ceil",
          "round", "sin", "cos")
-_UNARY_FNS: dict[str, Callable[[hm.Tensor], hm.Tensor]] = {n: getattr(hm, n) for n in UNARY}
+_UNARY_FNS: dict[str, Callable[[Tensor], Tensor]] = {n: getattr(elementwise, n) for n in UNARY}
 
 _BORDER = ChoiceParam(tuple((b, b) for b in BORDERS), "reflect101")
 _AXIS = ChoiceParam((("x (d/dx)", -1), ("y (d/dy)", -2)), -1)
@@ -192,14 +193,14 @@ CATALOGUE: dict[str, StageSpec] = {s.name: s for s in (
     StageSpec("gaussian_blur", "Gaussian blur",
               {"kernel_size": IntParam(1, 31, 5, odd=True),
                "sigma": FloatParam(0.0, 20.0, None, step=0.1, optional=True), "border": _BORDER},
-              lambda p: hm.gaussian_blur(**p), lambda p: _call("gaussian_blur", p)),
+              lambda p: gaussian_blur(**p), lambda p: _call("gaussian_blur", p)),
     StageSpec("sobel", "Sobel derivative", {"axis": _AXIS, "border": _BORDER},
-              lambda p: hm.sobel(**p), lambda p: _call("sobel", p)),
+              lambda p: sobel(**p), lambda p: _call("sobel", p)),
     StageSpec("sobel_edge_detection", "Sobel magnitude (edges)", {"border": _BORDER},
-              lambda p: hm.sobel_edge_detection(**p), lambda p: _call("sobel_edge_detection", p)),
+              lambda p: sobel_edge_detection(**p), lambda p: _call("sobel_edge_detection", p)),
     StageSpec("conv2d", "Convolution with your kernel",
               {"kernel": KernelParam(15, _SHARPEN), "border": _BORDER},
-              lambda p: hm.conv2d(**p), lambda p: _call("conv2d", p)),
+              lambda p: conv2d(**p), lambda p: _call("conv2d", p)),
     StageSpec("gain_offset", "Gain and offset: img * gain + offset",
               {"gain": FloatParam(-20.0, 20.0, 1.0), "offset": FloatParam(-10.0, 10.0, 0.0)},
               lambda p: _elementwise("gain_offset", p,
@@ -211,12 +212,12 @@ CATALOGUE: dict[str, StageSpec] = {s.name: s for s in (
               _threshold, _threshold_code),
     StageSpec("clip", "Clip to [min, max]",
               {"min": FloatParam(-10.0, 10.0, 0.0), "max": FloatParam(-10.0, 10.0, 1.0)},
-              lambda p: _elementwise("clip", p, lambda img: hm.clip(img, p["min"], p["max"])),
+              lambda p: _elementwise("clip", p, lambda img: elementwise.clip(img, p["min"], p["max"])),
               lambda p: _lambda("clip", p, f"hm.clip(img, {p['min']!r}, {p['max']!r})")),
     StageSpec("gamma", "Gamma: max(img, 0) ** gamma",
               {"gamma": FloatParam(0.05, 10.0, 0.5)},
               lambda p: _elementwise("gamma", p,
-                                     lambda img: hm.pow(hm.maximum(img, 0.0), p["gamma"])),
+                                     lambda img: elementwise.pow(elementwise.maximum(img, 0.0), p["gamma"])),
               lambda p: _lambda("gamma", p, f"hm.pow(hm.maximum(img, 0.0), {p['gamma']!r})")),
     StageSpec("unary", "Function: abs, sqrt, exp, log, …",
               {"fn": ChoiceParam(tuple((f, f) for f in UNARY), "abs")},

@@ -9,8 +9,8 @@ from typing import Any
 import ipywidgets as w
 import numpy as np
 
-import hermes_nb as hm
 from hermes_nb.api.image import Stage
+from hermes_nb.api.tensor import Tensor
 from hermes_nb.widgets.builder_catalogue import (
     ChoiceParam,
     FloatParam,
@@ -40,7 +40,7 @@ def as_image(image: Any) -> np.ndarray:
         from hermes_nb.data import sample_image
 
         return sample_image()
-    a = image.numpy() if isinstance(image, hm.Tensor) else np.asarray(image)
+    a = image.numpy() if isinstance(image, Tensor) else np.asarray(image)
     if a.ndim < 2:
         raise ValueError(f"PipelineBuilder: expected an image (H, W) or (..., H, W), got {a.shape}")
     if a.dtype.kind == "b":

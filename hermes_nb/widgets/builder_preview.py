@@ -21,11 +21,12 @@ from typing import Any
 
 import numpy as np
 
-import hermes_nb as hm
+from hermes_nb import context
+from hermes_nb.api.creation import asarray
 from hermes_nb.api.image import Stage
 from hermes_nb.api.plan import Plan
 from hermes_nb.ir.node import toposort
-from hermes_nb.runtime.profile import Profile
+from hermes_nb.runtime.profile import Profile, last_profile
 
 
 @dataclass(frozen=True)
@@ -72,10 +73,10 @@ def quick_preview(image: np.ndarray, stages: Sequence[Stage]) -> QuickPreview:
     from hermes_nb.runtime.reference import evaluate
 
     start = time.perf_counter()
-    out = hm.asarray(image)
+    out = asarray(image)
     for stage in stages:
         out = stage(out)
-    result = evaluate(out)
+    result = evaluate(out.node)
     return QuickPreview(result, to_png(result), time.perf_counter() - start)
 
 
@@ -89,10 +90,10 @@ def run_preview(image: np.ndarray, stages: Sequence[Stage], device: str, policy:
     start = time.perf_counter()
     with ExitStack() as scope:
         if device != "auto":
-            scope.enter_context(hm.device(device))
-        scope.enter_context(hm.policy(policy))
-        scope.enter_context(hm.options(progress=False))  # the builder shows its own status
-        out = hm.asarray(image)
+            scope.enter_context(context.device(device))
+        scope.enter_context(context.policy(policy))
+        scope.enter_context(context.options(progress=False))  # the builder shows its own status
+        out = asarray(image)
         seen = {n.key for n in toposort([out.node])}
         stage_keys = []
         for i, stage in enumerate(stages):
@@ -103,9 +104,9 @@ def run_preview(image: np.ndarray, stages: Sequence[Stage], device: str, policy:
             added = frozenset(n.key for n in toposort([out.node])) - seen
             stage_keys.append(added)
             seen |= added
-        before = hm.runtime.last_profile()
+        before = last_profile()
         result = out.numpy()
-        profile = hm.runtime.last_profile()
+        profile = last_profile()
     if profile is before or profile is None or profile.plan is None:
         profile, plan = None, Plan([])  # nothing ran (no stages): no kernels to show
     else:

@@ -79,7 +79,7 @@ def test_program_without_the_kernel_is_a_build_error(cl_dev, monkeypatch):
 
 def test_vector_kernel_that_crashes_is_retried_scalar(cl_dev, monkeypatch, caplog):
     dev = fresh(cl_dev)
-    if not dev._vector_width["float32"]:
+    if not dev.capabilities.float32_width:
         pytest.skip(f"{cl_dev.id} runs float32 kernels without vectors already")
     monkeypatch.setenv("HERMES_TEST_LAUNCH_FAULT", "abort-vector")
     scale = float(np.float32(1 + uuid.uuid4().int % 1000 / 7919))  # a program new to the caches
@@ -89,7 +89,7 @@ def test_vector_kernel_that_crashes_is_retried_scalar(cl_dev, monkeypatch, caplo
     out = dev.execute(spec, [dev.from_host(x), dev.from_host(np.float32(scale))])
     assert "crashed the driver" in caplog.text and "retrying with vector width" in caplog.text
     np.testing.assert_allclose(dev.to_host(out), x * np.float32(scale), rtol=1e-6)
-    assert dev._vector_width["float32"] == 0
+    assert dev.capabilities.float32_width == 0
     assert dev.degraded and "vector width" in dev.degraded[0]
     assert "degraded" in dev.info()
 

@@ -24,10 +24,10 @@ from IPython.core.interactiveshell import InteractiveShell
 import hermes_nb as hm
 from hermes_nb.notebook import magic
 
-BROKEN_COMPUTE = ("import hermes_nb as hm\n"
+BROKEN_COMPUTE = ("from hermes_nb.notebook import magic\n"
                   "def broken(*tensors):\n"
                   "    raise RuntimeError('device fell over')\n"
-                  "hm.compute = broken")
+                  "magic.compute = broken")
 
 
 def _run_notebook(*cells: str) -> tuple[nbformat.NotebookNode, nbclient.exceptions.CellExecutionError]:

@@ -48,7 +48,7 @@ def compute_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         calls.append(len(tensors))
         return real(*tensors)
 
-    monkeypatch.setattr(hm, "compute", spy)
+    monkeypatch.setattr(magic, "compute", spy)
     return calls
 
 
@@ -181,7 +181,7 @@ def test_compute_failure_fails_the_cell_in_one_line(
     def broken(*tensors: hm.Tensor) -> tuple[hm.Tensor, ...]:
         raise RuntimeError("device fell over")
 
-    monkeypatch.setattr(hm, "compute", broken)
+    monkeypatch.setattr(magic, "compute", broken)
     result = shell.run_cell("%%hermes\nq = hm.ones((2,)) + 1")
     assert isinstance(result.error_in_exec, RuntimeError)
     out = capsys.readouterr()

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import functools
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
 from hermes_nb.backends.base import Device
+from hermes_nb.backends.cpu import fused as cpu_fused
+from hermes_nb.backends.cpu import jit
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.settings import env_int
@@ -45,40 +46,57 @@ class CPUDevice(Device):
     def runs_generated_kernel(self, spec: OpSpec) -> bool:
         """Numba runs fused kernels from ``JIT_MIN_ELEMENTS`` up; NumPy evaluates smaller
         ones op by op (as ``execute`` and ``cpu_fused`` decide)."""
-        if spec.op == "fused_stencil":
-            jit = _numba_stencil()
-            return (_size(spec.shape) >= STENCIL_MIN_ELEMENTS and jit is not None
-                    and jit.supports(spec.attrs["stencil"]))
-        if spec.op == "fused_elementwise":
-            jit = _numba_codegen()
-            return (_size(spec.shape) >= JIT_MIN_ELEMENTS and jit is not None
-                    and jit.supports(spec.attrs["program"]))
-        if spec.op == "fused_reduce":
-            from hermes_nb.backends.cpu.fused import _reduce_codegen
-
-            jit = _reduce_codegen()
-            return (_size(spec.attrs["in_shape"]) >= JIT_MIN_ELEMENTS and jit is not None
-                    and jit.supports(spec.attrs))
-        if spec.op == "fused_matmul":
-            jit = _numba_codegen()
-            return (_size(spec.shape) >= JIT_MIN_ELEMENTS and jit is not None
-                    and jit.supports(spec.attrs["epilogue"]))
-        return False
+        check = self._GENERATED.get(spec.op)
+        return check is not None and check(spec)
 
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        if spec.op in ("fused_reduce", "fused_matmul"):
-            from hermes_nb.backends.cpu import fused as cpu_fused  # Numba kernels + BLAS
+        run = self._EXECUTORS.get(spec.op)
+        if run is None or (spec.op in _GENERATED_ONLY and not self.runs_generated_kernel(spec)):
+            return self._ops.run(spec, inputs)
+        return run(self, spec, inputs)
 
-            return cpu_fused.run(self._ops, spec, inputs)
-        if spec.op == "fused_stencil" and self.runs_generated_kernel(spec):
-            from hermes_nb.backends.cpu import stencil as cpu_stencil
+    def _run_fused_reduce(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        return cpu_fused.run_reduce(self._ops, spec, inputs, JIT_MIN_ELEMENTS)
 
-            return cpu_stencil.run_stencil(spec.attrs["stencil"], inputs[0], spec.shape,
-                                           spec.dtype)
-        if spec.op == "fused_elementwise" and self.runs_generated_kernel(spec):
-            return _numba_codegen().run_elementwise(spec.attrs["program"], inputs, spec.shape,
-                                                    spec.dtype)
-        return self._ops.run(spec, inputs)
+    def _run_fused_matmul(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        return cpu_fused.run_matmul(self._ops, spec, inputs, JIT_MIN_ELEMENTS)  # BLAS
+
+    def _run_fused_stencil(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        from hermes_nb.backends.cpu import stencil as cpu_stencil  # imports numba (~0.6 s)
+
+        return cpu_stencil.run_stencil(spec.attrs["stencil"], inputs[0], spec.shape, spec.dtype)
+
+    def _run_fused_elementwise(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        return jit.numba_codegen().run_elementwise(spec.attrs["program"], inputs, spec.shape,
+                                                   spec.dtype)
+
+    # op -> how this device runs it (any other op: the NumPy interpreter)
+    _EXECUTORS: ClassVar[Mapping[str, Callable[..., Any]]] = {
+        "fused_reduce": _run_fused_reduce,
+        "fused_matmul": _run_fused_matmul,
+        "fused_stencil": _run_fused_stencil,
+        "fused_elementwise": _run_fused_elementwise,
+    }
+    # op -> whether a generated (Numba) kernel runs it
+    _GENERATED: ClassVar[Mapping[str, Callable[[OpSpec], bool]]] = {
+        "fused_stencil": lambda spec: _jit_runs(
+            jit.numba_stencil(), spec.shape, spec.attrs["stencil"], STENCIL_MIN_ELEMENTS),
+        "fused_elementwise": lambda spec: _jit_runs(
+            jit.numba_codegen(), spec.shape, spec.attrs["program"], JIT_MIN_ELEMENTS),
+        "fused_reduce": lambda spec: _jit_runs(
+            jit.reduce_codegen(), spec.attrs["in_shape"], spec.attrs, JIT_MIN_ELEMENTS),
+        "fused_matmul": lambda spec: _jit_runs(
+            jit.numba_codegen(), spec.shape, spec.attrs["epilogue"], JIT_MIN_ELEMENTS),
+    }
+
+
+# ops whose executor is the generated kernel itself: below the size threshold, or where
+# Numba cannot compile them, NumPy runs them (fused_reduce/matmul decide inside)
+_GENERATED_ONLY = frozenset({"fused_stencil", "fused_elementwise"})
+
+
+def _jit_runs(codegen: Any, shape: tuple[int, ...], kernel: Any, min_elements: int) -> bool:
+    return _size(shape) >= min_elements and codegen is not None and codegen.supports(kernel)
 
 
 # A new fused kernel costs Numba ~1.5 s to compile (then it is cached on disk); below
@@ -90,24 +108,3 @@ STENCIL_MIN_ELEMENTS = JIT_MIN_ELEMENTS
 
 def _size(shape: tuple[int, ...]) -> int:
     return int(np.prod(shape, dtype=np.int64))
-
-
-@functools.cache
-def _numba_codegen() -> Any:
-    """The Numba code generator, imported on first use (importing numba takes ~0.6 s);
-    ``None`` when numba is missing, so fused kernels fall back to NumPy."""
-    try:
-        from hermes_nb.codegen import numba_cpu
-    except ImportError:
-        return None
-    return numba_cpu
-
-
-@functools.cache
-def _numba_stencil() -> Any:
-    """The Numba stencil generator, or ``None`` without numba (the interpreter runs)."""
-    try:
-        from hermes_nb.codegen import numba_stencil
-    except ImportError:
-        return None
-    return numba_stencil

@@ -5,8 +5,8 @@ with memory from CuPy's default pool and BLAS from cuBLAS.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -60,16 +60,15 @@ class CUDADevice(Device):
             return self._cupy.asnumpy(buffer)
 
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        run = self._EXECUTORS.get(spec.op)
         with self._device:
-            if spec.op in ("fused_reduce", "fused_matmul"):
-                from hermes_nb.backends.cuda import fused as cuda_fused  # ReductionKernel / cuBLAS + epilogue
+            return self._ops.run(spec, inputs) if run is None else run(self, spec, inputs)
 
-                return cuda_fused.run(self._ops, spec, inputs)
-            if spec.op == "fused_elementwise":
-                return self._fused(spec, inputs)
-            if spec.op == "fused_stencil":
-                return self._stencil(spec, inputs)
-            return self._ops.run(spec, inputs)
+    def _fused_library(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        """``fused_reduce``/``fused_matmul``: ReductionKernel, or cuBLAS and an epilogue."""
+        from hermes_nb.backends.cuda import fused as cuda_fused
+
+        return cuda_fused.run(self._ops, spec, inputs)
 
     def _fused(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         """One generated CUDA kernel (``codegen.c_source``) for the whole program; CuPy's
@@ -102,6 +101,14 @@ class CUDADevice(Device):
                 (out, image, np.int64(spec.shape[-2]), np.int64(spec.shape[-1]), np.int64(nb)),
             )  # fmt: skip
         return out
+
+    # op -> how this device runs it (any other op: CuPy through ArrayOps)
+    _EXECUTORS: ClassVar[Mapping[str, Callable[..., Any]]] = {
+        "fused_reduce": _fused_library,
+        "fused_matmul": _fused_library,
+        "fused_elementwise": _fused,
+        "fused_stencil": _stencil,
+    }
 
     def synchronize(self) -> None:
         with self._device:

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from hermes_nb.backends.base import Device
+from hermes_nb.backends.opencl import fused as opencl_fused
 from hermes_nb.backends.opencl import kernels as src
+from hermes_nb.backends.opencl import stencil as opencl_stencil
+from hermes_nb.backends.opencl.capabilities import Capabilities
+from hermes_nb.codegen import c_kernels, c_source, stencil_c
 from hermes_nb.compiler.program import single_op
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.ir.ops import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY, REDUCTIONS
@@ -149,20 +153,17 @@ class OpenCLDevice(Device):
         self.programs = src.ProgramCache(self.context, guard)
         self._dummy: Any = None
         self._stencil_configs: dict[Any, Any] = {}  # StencilProgram -> StencilConfig | None
-        # CPUs want each work-item on a contiguous run; GPUs want neighbours on neighbours.
-        self._cpu = bool(cl_device.type & cl.device_type.CPU)
-        self.shares_host_cores = self._cpu  # PoCL & co. run on the cores cpu:0 uses
-        # Vector width of fused float kernels: the device's native one (AVX-512 PoCL: 16
-        # floats, 8 doubles). Below 4 (GPUs) scalar code is already vectorised across items.
-        self._vector_width = {
-            "float32": _vector_width(int(cl_device.native_vector_width_float)),
-            "float64": _vector_width(int(cl_device.native_vector_width_double)),
-        }
-        self.local_stencils = True  # stencil tiles in local memory
-        if verdict is not None:  # what the self-test found working
-            self._vector_width["float32"] = min(self._vector_width["float32"], verdict.float32_width)
-            self._vector_width["float64"] = min(self._vector_width["float64"], verdict.float64_width)
-            self.local_stencils = verdict.local_memory
+        self._capabilities = _capabilities(cl, cl_device, verdict)
+        self.shares_host_cores = self._capabilities.is_cpu  # PoCL & co. use cpu:0's cores
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What fused kernels may use here (narrowed after a kernel crashes the driver)."""
+        return self._capabilities
+
+    @property
+    def local_stencils(self) -> bool:
+        return self._capabilities.local_stencils
 
     # ---- memory --------------------------------------------------------------------------
 
@@ -187,17 +188,17 @@ class OpenCLDevice(Device):
 
         return cla.empty(self.queue, tuple(shape), np.dtype(dtype), allocator=self.pool)
 
-    def _meta(self, values: Sequence[int]) -> Any:
+    def meta(self, values: Sequence[int]) -> Any:
         """A small int64 buffer of shapes/strides for a kernel (never an empty one)."""
         return self.from_host(np.array([*values, 0], dtype=_I64))
 
     def _launch(self, source: str, name: str, n: int, *args: Any) -> None:
         """Run a 1-D kernel over ``n`` items (rounded up to the work-group size)."""
         knl = self.programs.kernel(source, name)
-        wg = self._group_size(knl)
+        wg = self.group_size(knl)
         knl(self.queue, (_round_up(n, wg),), (wg,), *args)
 
-    def _group_size(self, knl: Any) -> int:
+    def group_size(self, knl: Any) -> int:
         """Largest power of two <= _WG the device allows for this kernel."""
         import pyopencl as cl
 
@@ -228,16 +229,10 @@ class OpenCLDevice(Device):
 
     def _degrade(self, exc: Exception) -> bool:
         """Switch off the next riskiest feature; False when nothing is left to switch off."""
-        widths = self._vector_width
-        if any(widths.values()):
-            for name, width in widths.items():
-                widths[name] = width // 2 if width > 4 else 0
-            change = "vector width " + ", ".join(f"{k} ×{v or 'none'}" for k, v in widths.items())
-        elif self.local_stencils:
-            self.local_stencils = False
-            change = "no local-memory stencil tiles"
-        else:
+        safer = self._capabilities.safer()
+        if safer is None:
             return False
+        self._capabilities, change = safer
         self._stencil_configs.clear()
         signal = getattr(exc, "signal", "")
         self.degraded.append(f"{change} (after {signal or 'a crash'})")
@@ -249,16 +244,13 @@ class OpenCLDevice(Device):
         op = spec.op
         if not self.fp64 and any(d == np.float64 for d in (spec.dtype, *spec.in_dtypes)):
             raise TypeError(f"{op}: device {self.id} ({self.name}) has no float64 support")
-        if op == "to_device":
-            return inputs[0]
-        if op in ELEMENTWISE_UNARY or op in ELEMENTWISE_BINARY or op == "where":
-            return self._elementwise(spec, inputs)
-        handler = getattr(self, f"_op_{op}", None)
-        if op in REDUCTIONS:
-            return self._reduce(spec, inputs[0])
+        handler = self._HANDLERS.get(op)
         if handler is None:
             raise NotImplementedError(f"{op} on {self.id}")
-        return handler(spec, inputs)
+        return handler(self, spec, inputs)
+
+    def _op_to_device(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        return inputs[0]  # already uploaded to this device
 
     # ---- elementwise -----------------------------------------------------------------------
 
@@ -282,9 +274,11 @@ class OpenCLDevice(Device):
         program = single_op(spec.op, tuple(np.dtype(d).name for d in spec.in_dtypes),
                             np.dtype(spec.dtype).name)
         fused = replace(spec, op="fused_elementwise", attrs={"program": program})
-        return self._op_fused_elementwise(fused, inputs)
+        return self.run_fused_elementwise(fused, inputs)
 
-    def _op_fused_elementwise(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+    def run_fused_elementwise(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        """One generated kernel for a ``fused_elementwise`` spec (the vector form where it
+        applies)."""
         program = spec.attrs["program"]
         if not self.fp64 and any(i.dtype == "float64" for i in program.instrs):
             raise TypeError(f"fused_elementwise: device {self.id} ({self.name}) has no float64")
@@ -295,7 +289,7 @@ class OpenCLDevice(Device):
         source, modes, meta, width = self._elementwise_variant(spec)
         vector = width > 0
         args = [out.data, *(x.data for x in inputs),
-                (self._meta(meta) if "g" in modes else self._unused).data]
+                (self.meta(meta) if "g" in modes else self._unused).data]
         done = 0
         if vector:
             n_vec = n // width
@@ -303,22 +297,20 @@ class OpenCLDevice(Device):
             done = n_vec * width
         if done < n:  # everything, or the tail after fused_vec
             knl = self.programs.kernel(source, "fused")
-            wg = self._group_size(knl)
+            wg = self.group_size(knl)
             knl(self.queue, (_round_up(n - done, wg),), (wg,), *args, np.int64(n),
                 global_offset=(done,))
         return out
 
     def _elementwise_variant(self, spec: OpSpec) -> tuple[str, str, list[int], int]:
         """Source, input modes, strides meta and vector width of a fused elementwise kernel."""
-        from hermes_nb.codegen import c_kernels, c_source
-
         program = spec.attrs["program"]
         n = math.prod(spec.shape)
         modes, meta = self._broadcast_layout(spec, n)
         # PoCL vectorises exp & co. only on vector types: contiguous float programs run
         # `width` elements per work-item.
         flt = c_source.vector_dtype(program)
-        width = self._vector_width[flt] if flt is not None and "g" not in modes else 0
+        width = self._capabilities.vector_width(flt) if "g" not in modes else 0
         if n < width:
             width = 0
         return c_kernels.opencl_source(program, modes, width, self.fp64), modes, meta, width
@@ -326,37 +318,34 @@ class OpenCLDevice(Device):
     def kernel_source(self, spec: OpSpec) -> str | None:
         """The source this device builds for a fused kernel, chosen exactly as execution
         chooses it (vector width, tiles, passes): what ``explain()`` shows is what runs."""
-        from hermes_nb.backends.opencl import fused as opencl_fused
-        from hermes_nb.backends.opencl import stencil as opencl_stencil
-        from hermes_nb.codegen import stencil_c
-
-        if math.prod(spec.shape) == 0:
+        render = self._SOURCES.get(spec.op)
+        if render is None or math.prod(spec.shape) == 0:
             return None
-        if spec.op == "fused_elementwise":
-            return self._elementwise_variant(spec)[0]
-        if spec.op == "fused_reduce":
-            return opencl_fused.reduce_source(self, spec)
-        if spec.op == "fused_matmul":
-            return opencl_fused.matmul_source(self, spec)
-        if spec.op == "fused_stencil":
-            cfg = opencl_stencil.stencil_config(self, spec.attrs["stencil"])
-            return None if cfg is None else stencil_c.opencl_stencil_source(spec.attrs["stencil"], cfg)
-        return None
+        return render(self, spec)
+
+    def _elementwise_source(self, spec: OpSpec) -> str:
+        return self._elementwise_variant(spec)[0]
+
+    def _stencil_source(self, spec: OpSpec) -> str | None:
+        cfg = self.stencil_config(spec.attrs["stencil"])
+        return None if cfg is None else stencil_c.opencl_stencil_source(spec.attrs["stencil"], cfg)
+
+    def stencil_config(self, stencil: Any) -> Any:
+        """The launch geometry for ``stencil`` here, or None if it cannot run as one kernel.
+        Cached per program: the choice tries a few tile sizes."""
+        if stencil not in self._stencil_configs:
+            self._stencil_configs[stencil] = opencl_stencil.choose_config(self._capabilities,
+                                                                          stencil)
+        return self._stencil_configs[stencil]
 
     def _op_fused_stencil(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        from hermes_nb.backends.opencl import stencil as opencl_stencil  # one kernel, tiles in local memory
-
-        return opencl_stencil.fused_stencil(self, spec, inputs)
+        return opencl_stencil.fused_stencil(self, spec, inputs)  # one kernel, local-memory tiles
 
     def _op_fused_reduce(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        from hermes_nb.backends.opencl import fused as opencl_fused  # prologue + reduction + epilogue kernel
-
-        return opencl_fused.fused_reduce(self, spec, inputs)
+        return opencl_fused.fused_reduce(self, spec, inputs)  # prologue + reduction + epilogue
 
     def _op_fused_matmul(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        from hermes_nb.backends.opencl import fused as opencl_fused  # tiled matmul, epilogue at the store
-
-        return opencl_fused.fused_matmul(self, spec, inputs)
+        return opencl_fused.fused_matmul(self, spec, inputs)  # tiled, epilogue at the store
 
     # ---- sources ---------------------------------------------------------------------------
 
@@ -415,7 +404,7 @@ class OpenCLDevice(Device):
         meta = [len(cshape), dst_off, src_off, *cshape, *dst_st, *src_st]
         self._launch(
             src.copy_source(item), "strided_copy", n,
-            dst.data, src_buf.data, self._meta(meta).data, np.int64(n),
+            dst.data, src_buf.data, self.meta(meta).data, np.int64(n),
         )  # fmt: skip
 
     def _permuted(self, x: Any, in_shape: Sequence[int], axes: Sequence[int]) -> Any:
@@ -460,6 +449,9 @@ class OpenCLDevice(Device):
 
     # ---- reductions ------------------------------------------------------------------------
 
+    def _op_reduce(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        return self._reduce(spec, inputs[0])
+
     def _reduce(self, spec: OpSpec, x: Any) -> Any:
         op, shape, dtype = spec.op, spec.in_shapes[0], spec.in_dtypes[0]
         axes = tuple(spec.attrs["axes"])
@@ -489,7 +481,7 @@ class OpenCLDevice(Device):
     def _unused(self) -> Any:
         """A tiny buffer passed for kernel arguments a variant ignores (e.g. indices of a sum)."""
         if self._dummy is None:
-            self._dummy = self._meta([])
+            self._dummy = self.meta([])
         return self._dummy
 
     def _reduce_cols(
@@ -502,7 +494,7 @@ class OpenCLDevice(Device):
         self._launch(
             source, "reduce_cols", a * b, vals.data, idx.data, x.data, in_idx,
             np.int32(x_idx is not None), np.int64(a), np.int64(k), np.int64(b),
-            np.int32(self._cpu and b > 1),
+            np.int32(self._capabilities.is_cpu and b > 1),
         )  # fmt: skip
         return vals, idx
 
@@ -515,7 +507,7 @@ class OpenCLDevice(Device):
         if k <= _SERIAL_ROWS:
             return self._reduce_cols(source, x, x_idx, m, k, 1, dtype, arg)
         knl = self.programs.kernel(source, "reduce_group")
-        wg = min(self._group_size(knl), 1 << (k - 1).bit_length())
+        wg = min(self.group_size(knl), 1 << (k - 1).bit_length())
         # Enough groups to fill the device: long rows are split into `parts` chunks.
         target = 16 * self.compute_units
         parts = 1
@@ -529,7 +521,7 @@ class OpenCLDevice(Device):
         knl(
             self.queue, (m * parts * wg,), (wg,),
             vals.data, idx.data, x.data, in_idx, np.int32(x_idx is not None),
-            np.int64(k), np.int64(parts), np.int64(chunk), np.int32(self._cpu),
+            np.int64(k), np.int64(parts), np.int64(chunk), np.int32(self._capabilities.is_cpu),
             cl.LocalMemory(wg * dtype.itemsize), cl.LocalMemory(wg * 8),
         )  # fmt: skip
         if parts == 1:
@@ -569,7 +561,8 @@ class OpenCLDevice(Device):
 
     # ---- conv2d ----------------------------------------------------------------------------
 
-    def _op_conv2d(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+    def run_conv2d(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        """A 2-D convolution over the last two axes (two 1-D passes when separable)."""
         dtype, shape = spec.dtype, spec.shape
         out = self.empty(shape, dtype)
         if out.size == 0:
@@ -597,3 +590,47 @@ class OpenCLDevice(Device):
         else:
             run(out, inputs[0], np.asarray(spec.attrs["weights"], dtype=np.float64))
         return out
+
+    # op -> the method that runs it: built once, for every device of this class
+    _HANDLERS: ClassVar[Mapping[str, Callable[..., Any]]] = {
+        **dict.fromkeys((*ELEMENTWISE_UNARY, *ELEMENTWISE_BINARY, "where"), _elementwise),
+        **dict.fromkeys(REDUCTIONS, _op_reduce),
+        "to_device": _op_to_device,  # listed as unary elementwise: a no-op here
+        "fused_elementwise": run_fused_elementwise,
+        "fused_stencil": _op_fused_stencil,
+        "fused_reduce": _op_fused_reduce,
+        "fused_matmul": _op_fused_matmul,
+        "full": _op_full,
+        "arange": _op_arange,
+        "reshape": _op_reshape,
+        "permute": _op_permute,
+        "broadcast_to": _op_broadcast_to,
+        "slice": _op_slice,
+        "concat": _op_concat,
+        "matmul": _op_matmul,
+        "conv2d": run_conv2d,
+    }
+    # fused op -> the source it builds (what explain() shows)
+    _SOURCES: ClassVar[Mapping[str, Callable[..., str | None]]] = {
+        "fused_elementwise": _elementwise_source,
+        "fused_reduce": lambda dev, spec: opencl_fused.reduce_source(dev, spec),
+        "fused_matmul": lambda dev, spec: opencl_fused.matmul_source(dev, spec),
+        "fused_stencil": _stencil_source,
+    }
+
+
+def _capabilities(cl: Any, cl_device: Any, verdict: Any) -> Capabilities:
+    """The device's capabilities, narrowed to what its self-test (``verdict``) found working.
+    Vector width: the native one (AVX-512 PoCL: 16 floats, 8 doubles); below 4 (GPUs)
+    scalar code is already vectorised across work-items."""
+    f32 = _vector_width(int(cl_device.native_vector_width_float))
+    f64 = _vector_width(int(cl_device.native_vector_width_double))
+    local = True
+    if verdict is not None:
+        f32, f64 = min(f32, verdict.float32_width), min(f64, verdict.float64_width)
+        local = verdict.local_memory
+    return Capabilities(
+        is_cpu=bool(cl_device.type & cl.device_type.CPU), float32_width=f32, float64_width=f64,
+        local_stencils=local, local_mem_bytes=int(cl_device.local_mem_size),
+        max_group_size=int(cl_device.max_work_group_size),
+    )

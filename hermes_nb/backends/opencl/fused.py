@@ -12,18 +12,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from hermes_nb.backends.opencl import kernels as src
+from hermes_nb.backends.opencl.capabilities import KernelDevice
 from hermes_nb.codegen import c_fused, c_source
 from hermes_nb.codegen.layout import broadcast_strides, layout
 from hermes_nb.compiler.program import Program
 from hermes_nb.ir.node import OpSpec
-
-if TYPE_CHECKING:
-    from hermes_nb.backends.opencl.device import OpenCLDevice
 
 _I64 = np.dtype(np.int64)
 
@@ -32,7 +30,7 @@ def _round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-def _host_fallback(dev: OpenCLDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+def _host_fallback(dev: KernelDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
     """Zero-size reductions (identities, empty outputs): NumPy's rules on the host."""
     import scipy.ndimage
 
@@ -42,7 +40,7 @@ def _host_fallback(dev: OpenCLDevice, spec: OpSpec, inputs: Sequence[Any]) -> An
     return dev.from_host(np.asarray(host))
 
 
-def _flat_to(dev: OpenCLDevice, x: Any, shape: Sequence[int], target: tuple[int, ...]) -> Any:
+def _flat_to(dev: KernelDevice, x: Any, shape: Sequence[int], target: tuple[int, ...]) -> Any:
     """``x`` (of ``shape``) as a contiguous buffer of ``target``'s size, or itself when it
     is one element or already of that size (then its order is the target's)."""
     n = math.prod(target)
@@ -61,7 +59,7 @@ def _c_strides(shape: Sequence[int]) -> list[int]:
     return out[::-1]
 
 
-def fused_reduce(dev: OpenCLDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+def fused_reduce(dev: KernelDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
     a = spec.attrs
     if math.prod(a["in_shape"]) == 0 or math.prod(spec.shape) == 0:
         return _host_fallback(dev, spec, inputs)
@@ -86,18 +84,19 @@ class ReducePass:
     eclasses: str
 
 
-def _reduce_plan(dev: OpenCLDevice, prologue: Program, epilogue: Program | None, op: str,
+def _reduce_plan(dev: KernelDevice, prologue: Program, epilogue: Program | None, op: str,
                  acc: str, kind: str, classes: tuple[str, ...], meta: list[np.ndarray],
                  epi_sizes: Sequence[int]) -> ReducePass:
     """What one pass runs: vector width, chunks per output and the generated source."""
     oshape, _, rshape, _ = meta
     m, k = int(np.prod(oshape)), int(np.prod(rshape))
     rank1 = len(rshape) == 1
+    caps = dev.capabilities
     width = 0
-    if dev._cpu and kind == "rows" and rank1 and c_source.vector_dtype(prologue) == acc:
-        width = dev._vector_width.get(acc, 0)
+    if caps.is_cpu and kind == "rows" and rank1 and c_source.vector_dtype(prologue) == acc:
+        width = caps.vector_width(acc)
     # enough work-items to fill the device; long reduced runs are split into parts
-    target = (16 if dev._cpu else 1024) * dev.compute_units
+    target = (16 if caps.is_cpu else 1024) * dev.compute_units
     parts = 1
     if m < target:
         parts = max(1, min(-(-target // m), k // 4096))
@@ -122,7 +121,7 @@ def _second_pass(acc: str, m: int, parts: int) -> tuple[Program, str, tuple[str,
 PASS_SEPARATOR = "\n// ---- next pass: the partial results of the pass above ----\n"
 
 
-def reduce_source(dev: OpenCLDevice, spec: OpSpec) -> str | None:
+def reduce_source(dev: KernelDevice, spec: OpSpec) -> str | None:
     """The source(s) ``fused_reduce`` builds for ``spec`` on ``dev``, pass by pass."""
     a = spec.attrs
     if math.prod(a["in_shape"]) == 0 or math.prod(spec.shape) == 0:
@@ -141,7 +140,7 @@ def reduce_source(dev: OpenCLDevice, spec: OpSpec) -> str | None:
         prologue, kind, classes, meta = _second_pass(a["reduce_dtype"], m, step.parts)
 
 
-def _reduce_pass(dev: OpenCLDevice, prologue: Program, epilogue: Program | None, op: str,
+def _reduce_pass(dev: KernelDevice, prologue: Program, epilogue: Program | None, op: str,
                  acc: str, pro_in: list[Any], kind: str, classes: tuple[str, ...],
                  meta: list[np.ndarray], epi_in: list[Any]) -> Any:
     oshape, ostr, rshape, rstr = meta
@@ -154,11 +153,11 @@ def _reduce_pass(dev: OpenCLDevice, prologue: Program, epilogue: Program | None,
     flat_meta = [len(oshape), len(rshape), *oshape.tolist(), *rshape.tolist(),
                  *ostr.reshape(-1).tolist(), *rstr.reshape(-1).tolist()]
     args = [out.data, *(x.data for x in pro_in), *(x.data for x in (epi_in if epi else [])),
-            dev._meta([int(v) for v in flat_meta]).data, np.int64(m), np.int64(k),
-            np.int64(parts), np.int64(chunk), np.int32(dev._cpu)]
+            dev.meta([int(v) for v in flat_meta]).data, np.int64(m), np.int64(k),
+            np.int64(parts), np.int64(chunk), np.int32(dev.capabilities.is_cpu)]
     knl = dev.programs.kernel(step.source, step.name)
-    wg = dev._group_size(knl)
-    if dev._cpu:  # one work-item walks a whole chunk: small groups spread over the cores
+    wg = dev.group_size(knl)
+    if dev.capabilities.is_cpu:  # one work-item walks a whole chunk: small groups spread over the cores
         per_core = max(1, (m * parts) // (4 * dev.compute_units))
         wg = min(wg, 1 << (per_core.bit_length() - 1))
     knl(dev.queue, (_round_up(m * parts, wg),), (wg,), *args)
@@ -169,13 +168,13 @@ def _reduce_pass(dev: OpenCLDevice, prologue: Program, epilogue: Program | None,
     return _reduce_pass(dev, identity, epilogue, op, acc, [out], kind2, classes2, meta2, epi_in)
 
 
-def matmul_source(dev: OpenCLDevice, spec: OpSpec) -> str:
+def matmul_source(dev: KernelDevice, spec: OpSpec) -> str:
     """The tiled matmul with ``spec``'s epilogue at its store, as built on ``dev``."""
     hooks = c_fused.opencl_matmul_hooks(spec.attrs["epilogue"], spec.attrs["matmul_dtype"])
     return src.typed_source("matmul", np.dtype(spec.attrs["matmul_dtype"]), dev.fp64, **hooks)
 
 
-def fused_matmul(dev: OpenCLDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+def fused_matmul(dev: KernelDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
     """The tiled matmul with the epilogue at its store."""
     (a_shape, b_shape), rest_shapes = spec.in_shapes[:2], spec.in_shapes[2:]
     m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]

@@ -5,19 +5,17 @@ where the program cannot be one kernel there, its stages one by one."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from hermes_nb.backends.opencl.capabilities import Capabilities, KernelDevice
 from hermes_nb.codegen import stencil_c
 from hermes_nb.compiler.stencil_program import ConvStage
 from hermes_nb.ir.node import OpSpec
 
-if TYPE_CHECKING:
-    from hermes_nb.backends.opencl.device import OpenCLDevice
 
-
-def fused_stencil(dev: OpenCLDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+def fused_stencil(dev: KernelDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
     """A blur/Sobel/pointwise pipeline as ONE generated kernel (``codegen.stencil_c``):
     each work-group stages its tile and aprons in local memory, reads the image once
     and writes the result once."""
@@ -27,7 +25,7 @@ def fused_stencil(dev: OpenCLDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any
     out = dev.empty(spec.shape, spec.dtype)
     if out.size == 0:
         return out
-    cfg = stencil_config(dev, stencil)
+    cfg = dev.stencil_config(stencil)
     if cfg is None:  # not expressible, or too big for local memory: the stages one by one
         return _stages(dev, spec, stencil, inputs[0])
     knl = dev.programs.kernel(stencil_c.opencl_stencil_source(stencil, cfg), "fused_stencil")
@@ -40,35 +38,26 @@ def fused_stencil(dev: OpenCLDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any
     return out
 
 
-def stencil_config(dev: OpenCLDevice, stencil: Any) -> Any:
-    """The launch geometry for ``stencil`` on ``dev``, or None if it cannot run as one
-    kernel here. Cached per program: the choice tries a few tile sizes."""
-    cache = dev._stencil_configs
-    if stencil in cache:
-        return cache[stencil]
-    if not dev.local_stencils:  # switched off by the self-test or after a crash
-        cache[stencil] = None
+def choose_config(caps: Capabilities, stencil: Any) -> Any:
+    """The launch geometry for ``stencil`` on a device with ``caps``, or None if it cannot
+    run as one kernel there (the device caches the choice: it tries a few tile sizes)."""
+    if not caps.local_stencils:  # switched off by the self-test or after a crash
         return None
     flt = stencil_c.vector_dtype(stencil)
-    base = stencil_c.opencl_config(flt, dev._vector_width.get(flt or "", 0), dev._cpu,
-                                   int(dev.cl_device.max_work_group_size))
-    limit = int(dev.cl_device.local_mem_size)
-    chosen = None
+    cfg: Any = stencil_c.opencl_config(flt, caps.vector_width(flt), caps.is_cpu,
+                                       caps.max_group_size)
     try:
         # shrink the tile until it and its aprons fit in local memory (GPUs: 32-64 KiB)
-        cfg: Any = base
-        while cfg is not None and stencil_c.local_bytes(stencil, cfg) > limit:
+        while cfg is not None and stencil_c.local_bytes(stencil, cfg) > caps.local_mem_bytes:
             cfg = stencil_c.smaller(cfg)
         if cfg is not None:
             stencil_c.opencl_stencil_source(stencil, cfg)  # raises if not expressible
-        chosen = cfg
     except stencil_c.UnsupportedStencil:
-        chosen = None
-    cache[stencil] = chosen
-    return chosen
+        return None
+    return cfg
 
 
-def _stages(dev: OpenCLDevice, spec: OpSpec, stencil: Any, image: Any) -> Any:
+def _stages(dev: KernelDevice, spec: OpSpec, stencil: Any, image: Any) -> Any:
     """Fallback: each stage as its own conv2d / fused_elementwise kernel."""
     values = [image]
     for stage, name in zip(stencil.stages, stencil.value_dtypes[1:]):
@@ -77,11 +66,11 @@ def _stages(dev: OpenCLDevice, spec: OpSpec, stencil: Any, image: Any) -> Any:
             sub = OpSpec("conv2d", spec.shape, dtype, (spec.shape,), (dtype,),
                          {"weights": stage.weights, "border": stage.border,
                           "separable": stage.separable}, spec.device)
-            values.append(dev._op_conv2d(sub, [values[stage.source]]))
+            values.append(dev.run_conv2d(sub, [values[stage.source]]))
         else:
             srcs = [values[i] for i in stage.sources]
             sub = OpSpec("fused_elementwise", spec.shape, dtype,
                          tuple(spec.shape for _ in srcs), tuple(x.dtype for x in srcs),
                          {"program": stage.program}, spec.device)
-            values.append(dev._op_fused_elementwise(sub, srcs))
+            values.append(dev.run_fused_elementwise(sub, srcs))
     return values[-1]

@@ -1,0 +1,132 @@
+"""``Tensor``'s operators and array methods, installed on the class once the functions
+they call exist: ``elementwise``, ``manipulation``, ``reductions`` and ``linalg`` build
+tensors, so ``api/tensor.py`` cannot import them without a circle. ``hermes_nb.api``
+imports this module, so every ``Tensor`` has them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from hermes_nb.api import creation, elementwise, linalg, manipulation, reductions
+from hermes_nb.api import random as api_random
+from hermes_nb.api.tensor import Tensor
+
+Axis = int | Sequence[int] | None
+
+
+# ---- construction --------------------------------------------------------------------
+def _from_numpy(cls: type[Tensor], array: np.ndarray) -> Tensor:
+    """Wrap a NumPy array (copied, so later changes to it do not leak in)."""
+    return creation.from_numpy(array)
+
+
+def _random(cls: type[Tensor], shape: Sequence[int] | int, dtype: object = "float32",
+            seed: int | None = None) -> Tensor:
+    """Uniform [0, 1) values; a given seed gives the same values on every device."""
+    return api_random.uniform(shape, dtype=dtype, seed=seed)
+
+
+def _astype(self: Tensor, dtype: object) -> Tensor:
+    return elementwise.astype(self, dtype)
+
+
+# ---- operators -----------------------------------------------------------------------
+def _binary(fn: Callable[..., Tensor], **kw: Any) -> tuple[Callable[..., Tensor], ...]:
+    """``self op other`` and the reflected ``other op self``."""
+    def forward(self: Tensor, other: Any) -> Tensor:
+        return fn(self, other, **kw)
+
+    def reflected(self: Tensor, other: Any) -> Tensor:
+        return fn(other, self, **kw)
+
+    return forward, reflected
+
+
+def _unary(fn: Callable[..., Tensor], **kw: Any) -> Callable[[Tensor], Tensor]:
+    def apply(self: Tensor) -> Tensor:
+        return fn(self, **kw)
+
+    return apply
+
+
+def _comparison(fn: Callable[..., Tensor]) -> Callable[[Tensor, Any], Tensor]:
+    return _binary(fn)[0]
+
+
+_REFLECTED = {
+    "add": elementwise.add, "sub": elementwise.subtract, "mul": elementwise.multiply,
+    "truediv": elementwise.divide, "floordiv": elementwise.floor_divide,
+    "mod": elementwise.remainder, "pow": elementwise.pow, "matmul": linalg.matmul,
+}
+_LOGICAL = {"and": (elementwise.logical_and, "&"), "or": (elementwise.logical_or, "|")}
+_COMPARISONS = {
+    "eq": elementwise.equal, "ne": elementwise.not_equal, "lt": elementwise.less,
+    "le": elementwise.less_equal, "gt": elementwise.greater, "ge": elementwise.greater_equal,
+}
+
+
+# ---- shape ---------------------------------------------------------------------------
+def _getitem(self: Tensor, key: Any) -> Tensor:
+    return manipulation.getitem(self, key)
+
+
+def _transposed(self: Tensor) -> Tensor:
+    return manipulation.transpose(self)
+
+
+def _reshape(self: Tensor, *shape: int | Sequence[int]) -> Tensor:
+    target = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+    return manipulation.reshape(self, target)  # type: ignore[arg-type]
+
+
+# ---- reductions ----------------------------------------------------------------------
+def _reduction(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    def reduce(self: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:
+        return fn(self, axis=axis, keepdims=keepdims)
+
+    reduce.__name__, reduce.__doc__ = fn.__name__, fn.__doc__
+    return reduce
+
+
+def _spread(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    def spread(self: Tensor, axis: Axis = None, correction: float = 0.0,
+               keepdims: bool = False) -> Tensor:
+        return fn(self, axis=axis, correction=correction, keepdims=keepdims)
+
+    spread.__name__, spread.__doc__ = fn.__name__, fn.__doc__
+    return spread
+
+
+def _methods() -> dict[str, Any]:
+    """Every method this module installs, by name."""
+    methods: dict[str, Any] = {
+        "from_numpy": classmethod(_from_numpy), "random": classmethod(_random),
+        "astype": _astype,
+        "__neg__": _unary(elementwise.negative), "__abs__": _unary(elementwise.abs),
+        "__invert__": _unary(elementwise.logical_not, operator="~"),
+        "__getitem__": _getitem, "T": property(_transposed), "reshape": _reshape,
+        "var": _spread(reductions.var), "std": _spread(reductions.std),
+    }
+    for name, fn in _REFLECTED.items():
+        methods[f"__{name}__"], methods[f"__r{name}__"] = _binary(fn)
+    for name, (fn, symbol) in _LOGICAL.items():
+        methods[f"__{name}__"], methods[f"__r{name}__"] = _binary(fn, operator=symbol)
+    for name, fn in _COMPARISONS.items():
+        methods[f"__{name}__"] = _comparison(fn)
+    for fn in (reductions.sum, reductions.prod, reductions.mean, reductions.max,
+               reductions.min, reductions.argmax, reductions.argmin):
+        methods[fn.__name__] = _reduction(fn)
+    return methods
+
+
+def _install() -> None:
+    for name, method in _methods().items():
+        if callable(method) and not isinstance(method, type):
+            method.__qualname__ = f"Tensor.{name}"
+        setattr(Tensor, name, method)
+
+
+_install()
