@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import functools
 
+from hermes_nb.codegen.c_combine import c_combine
 from hermes_nb.codegen.c_source import CUDA, OPENCL, CStyleRenderer
+from hermes_nb.codegen.opencl_templates import FP64_PRAGMA
 from hermes_nb.compiler.program import Program
 from hermes_nb.ir.reduce import reduce_def
 
 __all__ = [
-    "C_COMBINE",
-    "c_combine",
     "cuda_matmul_epilogue_source",
     "cuda_reduce_parts",
     "cuda_reduce_source",
@@ -51,18 +51,6 @@ def _functions(r: CStyleRenderer, programs: list[tuple[Program, str]]) -> str:
     return "\n\n".join([*helpers, *bodies])
 
 
-# How C (OpenCL C, CUDA) folds ``{b}`` into ``{a}``, per dtype kind: (float, int, bool).
-# ``{t}``/``{u}``: the type and its unsigned twin; integers wrap like NumPy through
-# unsigned arithmetic. Arg reductions fold (value, index) pairs in reduce.cl's better(),
-# ordered by their ReduceDef; their scalar combine is a placeholder.
-C_COMBINE: dict[str, tuple[str, str, str]] = {
-    "sum": ("{a} + {b}", "({t})(({u}){a} + ({u}){b})", "{a} | {b}"),
-    "prod": ("{a} * {b}", "({t})(({u}){a} * ({u}){b})", "{a} & {b}"),
-    "max": ("({a} >= {b} || isnan({a})) ? {a} : {b}", "({a} >= {b}) ? {a} : {b}", "{a} | {b}"),
-    "min": ("({a} <= {b} || isnan({a})) ? {a} : {b}", "({a} <= {b}) ? {a} : {b}", "{a} & {b}"),
-    "argmax": ("{a}", "{a}", "{a}"),
-    "argmin": ("{a}", "{a}", "{a}"),
-}
 # fred_vec's fold of the vector ``v`` into ``va`` (floats only); ``{vec}``: va's type
 _VECTOR_COMBINE = {
     "sum": "(va + v)",
@@ -70,14 +58,6 @@ _VECTOR_COMBINE = {
     "max": "select(v, va, (va >= v) | isnan(va))",
     "min": "select(v, va, (va <= v) | isnan(va))",
 }
-
-
-def c_combine(op: str, dtype: str, a: str = "a", b: str = "b", t: str = "T", u: str = "U"
-              ) -> str:
-    """C's expression folding ``b`` into ``a`` for reduction ``op`` over ``dtype``."""
-    float_form, int_form, bool_form = C_COMBINE[op]
-    form = bool_form if dtype == "bool" else float_form if dtype.startswith("float") else int_form
-    return form.format(a=a, b=b, t=t, u=u)
 
 
 def reduce_identity(r: CStyleRenderer, op: str, dtype: str) -> str:
@@ -130,13 +110,11 @@ inline W combine(W a, W b) {{ return {_combine(self.r, self.op, self.acc)}; }}
 """
 
     def fp64_header(self) -> str:
-        from hermes_nb.backends.opencl import kernels as ocl
-
         programs = [self.prologue] + ([self.epilogue] if self.epilogue is not None else [])
         used = {self.acc, self.out_t}
         for program in programs:
             used |= {*program.input_dtypes, *(i.dtype for i in program.instrs)}
-        return ocl.FP64_PRAGMA if self.fp64 and ("float64" in used or self.wide) else ""
+        return FP64_PRAGMA if self.fp64 and ("float64" in used or self.wide) else ""
 
     def functions(self) -> str:
         programs = [(self.prologue, "hpro")]

@@ -27,7 +27,7 @@ def opencl_source(program: Program, modes: str, width: int, fp64: bool) -> str:
     with a vector ``width`` (2, 4, 8 or 16; 0 for none; only for f/s inputs and
     :func:`vectorizable` programs) ``fused_vec(out, in0.., meta, n_vec)`` also exists and
     does elements ``[0, n_vec * width)``, ``width`` per work-item."""
-    from hermes_nb.backends.opencl import kernels as ocl
+    from hermes_nb.codegen import opencl_templates as ocl
 
     r = OPENCL
     w = width

@@ -35,11 +35,10 @@ def kernel_source(node: Node, device: str) -> str | None:
             return None
         return numba_cpu.render(epilogue, numba_cpu.plan(node.shape, [node.shape, *extra_shapes])[0])
     if kind == "opencl":
-        from hermes_nb.backends.opencl import kernels as opencl_kernels
-        from hermes_nb.codegen import c_fused
+        from hermes_nb.codegen import c_fused, opencl_templates
 
         hooks = c_fused.opencl_matmul_hooks(epilogue, a["matmul_dtype"])
-        return opencl_kernels.typed_source("matmul", np.dtype(a["matmul_dtype"]), True, **hooks)
+        return opencl_templates.typed_source("matmul", np.dtype(a["matmul_dtype"]), True, **hooks)
     if kind == "cuda":
         from hermes_nb.codegen import c_fused
 

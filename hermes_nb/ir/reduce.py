@@ -2,7 +2,7 @@
 in, how NaN behaves and which NumPy function it must agree with.
 
 Code generators (``codegen.c_fused`` for OpenCL and CUDA, ``codegen.numba_reduce``,
-``backends.opencl.kernels``) take identities and accumulation dtypes from here and keep
+``codegen.opencl_templates``) take identities and accumulation dtypes from here and keep
 only how their language spells a combine. Dtypes are named as in ``ir.dtypes``.
 """
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hermes_nb as hm
-from hermes_nb.backends.opencl import kernels as opencl_kernels
+from hermes_nb.backends.opencl import programs
 from hermes_nb.backends.opencl.fused import PASS_SEPARATOR
 from hermes_nb.codegen import numba_cpu, numba_reduce, numba_stencil
 
@@ -36,13 +36,13 @@ CASES = {
 def _capture_builds(monkeypatch) -> list[str]:
     """Every source handed to a compiler from now on (OpenCL programs, Numba modules)."""
     built: list[str] = []
-    original = opencl_kernels.ProgramCache.kernel
+    original = programs.ProgramCache.kernel
 
     def capture_cl(self, source, name):
         built.append(source)
         return original(self, source, name)
 
-    monkeypatch.setattr(opencl_kernels.ProgramCache, "kernel", capture_cl)
+    monkeypatch.setattr(programs.ProgramCache, "kernel", capture_cl)
     for module in (numba_cpu, numba_reduce, numba_stencil):
         build = module.build_kernel
 

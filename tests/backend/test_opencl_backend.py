@@ -93,9 +93,9 @@ def test_import_without_pyopencl():
 
 
 def test_kernel_dir():
-    from hermes_nb.backends.opencl import kernels as opencl_kernels
+    from hermes_nb.codegen import opencl_templates
 
-    assert (opencl_kernels.kernel_dir() / "fused_elementwise.cl").is_file()
+    assert (opencl_templates.kernel_dir() / "fused_elementwise.cl").is_file()
 
 
 def test_discover_without_pyopencl(monkeypatch):

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from hermes_nb.codegen.c_fused import C_COMBINE, c_combine
+from hermes_nb.codegen.c_combine import C_COMBINE, c_combine
 from hermes_nb.compiler.fuse_reduce import FUSABLE_REDUCTIONS
 from hermes_nb.ir.dtypes import SUPPORTED
 from hermes_nb.ir.ops import OPS, REDUCTIONS, Kind

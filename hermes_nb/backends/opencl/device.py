@@ -17,10 +17,11 @@ import numpy as np
 
 from hermes_nb.backends.base import Device
 from hermes_nb.backends.opencl import fused as opencl_fused
-from hermes_nb.backends.opencl import kernels as src
 from hermes_nb.backends.opencl import stencil as opencl_stencil
 from hermes_nb.backends.opencl.capabilities import Capabilities
+from hermes_nb.backends.opencl.programs import ProgramCache
 from hermes_nb.codegen import c_kernels, c_source, stencil_c
+from hermes_nb.codegen import opencl_templates as src
 from hermes_nb.compiler.program import single_op
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.ir.ops import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY, REDUCTIONS
@@ -150,7 +151,7 @@ class OpenCLDevice(Device):
                 opencl_drivers.fingerprint(candidate)
             guard = opencl_guard.Guard(candidate.ref, fingerprint,
                                        opencl_drivers.configure_driver_cache(), f"opencl:{index}")
-        self.programs = src.ProgramCache(self.context, guard)
+        self.programs = ProgramCache(self.context, guard)
         self._dummy: Any = None
         self._stencil_configs: dict[Any, Any] = {}  # StencilProgram -> StencilConfig | None
         self._capabilities = _capabilities(cl, cl_device, verdict)

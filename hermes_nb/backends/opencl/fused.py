@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb.backends.opencl import kernels as src
 from hermes_nb.backends.opencl.capabilities import KernelDevice
 from hermes_nb.codegen import c_fused, c_source
+from hermes_nb.codegen import opencl_templates as src
 from hermes_nb.codegen.layout import broadcast_strides, layout
 from hermes_nb.compiler.program import Program
 from hermes_nb.ir.node import OpSpec

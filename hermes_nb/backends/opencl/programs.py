@@ -1,0 +1,98 @@
+"""Built OpenCL programs: a per-context cache of kernels, built through the guard.
+
+A program new to this machine is built, and each kernel first launched, in the isolated
+worker (``backends.opencl.guard``) before it is built here; a build failure raises
+``KernelBuildError`` with the compiler's log and the path of the saved source.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from hermes_nb.cache import save_source
+
+log = logging.getLogger("hermes_nb.backends")
+
+
+def _build(cl: Any, context: Any, source: str) -> Any:
+    """Build ``source``; on failure raise KernelBuildError with the log and a saved copy."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", cl.CompilerWarning)
+            program = cl.Program(context, source).build()
+        for w in caught:  # the compiler's raw output goes to the log, not the terminal
+            if not issubclass(w.category, cl.CompilerWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            else:
+                log.debug("hermes: OpenCL compiler output: %s", w.message)
+        return program
+    except (cl.RuntimeError, cl.LogicError) as exc:
+        from hermes_nb.backends.opencl.guard import short_log
+        from hermes_nb.errors import KernelBuildError
+
+        path = save_source(source, ".cl")
+        raise KernelBuildError(
+            f"OpenCL build failed; source saved to {path}\n{short_log(str(exc))}", log=str(exc),
+            source_path=str(path),
+        ) from exc
+
+
+class ProgramCache:
+    """Built programs and their kernels, per context and source.
+
+    With a ``guard`` (``backends.opencl.guard``), a program new to this machine is built,
+    and each kernel first launched, in the isolated worker before it is here; the driver's
+    own disk cache makes the second build cheap.
+    """
+
+    def __init__(self, context: Any, guard: Any = None) -> None:
+        self._context = context
+        self._guard = guard
+        self._kernels: dict[tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
+
+    def kernel(self, source: str, name: str) -> Any:
+        key = (source, name)
+        knl = self._kernels.get(key)
+        if knl is None:
+            with self._lock:
+                knl = self._kernels.get(key)
+                if knl is None:
+                    from hermes_nb.compiler.progress import building
+
+                    where = self._guard.device_id if self._guard is not None else "OpenCL"
+                    with building(f"OpenCL kernel {name} for {where}"):
+                        knl = self._load(source, name)
+        return knl
+
+    def _load(self, source: str, name: str) -> Any:
+        import pyopencl as cl
+
+        from hermes_nb.backends.opencl.guard import GuardedKernel
+        from hermes_nb.errors import KernelBuildError
+
+        def saved() -> Any:
+            return save_source(source, ".cl")
+
+        if self._guard is not None:
+            self._guard.build(source, name, saved)
+        kernels = {k.function_name: k for k in _build(cl, self._context, source).all_kernels()}
+        if name not in kernels and self._guard is not None:  # a damaged cache entry: once more
+            self._guard.clear_driver_cache()
+            self._guard.build(source, name, saved)
+            kernels = {k.function_name: k for k in _build(cl, self._context, source).all_kernels()}
+        if name not in kernels:
+            raise KernelBuildError(
+                f"OpenCL program has no kernel {name!r} (it holds {sorted(kernels)}); "
+                f"source saved to {saved()}", source_path=str(saved()))
+        for kname, k in kernels.items():
+            wrapped = GuardedKernel(k, self._guard, source, saved) if self._guard else k
+            self._kernels[(source, kname)] = wrapped
+        return self._kernels[(source, name)]
+
+    def __len__(self) -> int:
+        return len({s for s, _ in self._kernels})

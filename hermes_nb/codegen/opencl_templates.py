@@ -1,0 +1,122 @@
+"""OpenCL C sources from the templates in ``kernels/opencl/*.cl`` (reduce, matmul, conv2d,
+copy, fill, fused elementwise), filled with ``string.Template``.
+
+Shapes and strides are always kernel arguments, never part of the source, so the number of
+distinct programs is bounded by op x dtype x variant (PoCL takes ~0.4 s per compile).
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from hermes_nb.codegen.c_combine import c_combine
+from hermes_nb.ir.reduce import reduce_def
+
+# dtype -> (OpenCL C type, unsigned twin used for wrapping integer arithmetic)
+CL_TYPES: dict[str, tuple[str, str]] = {
+    "bool": ("uchar", "uchar"),
+    "int32": ("int", "uint"),
+    "int64": ("long", "ulong"),
+    "float32": ("float", "uint"),
+    "float64": ("double", "ulong"),
+}
+# Element size -> type the strided copy moves (copies never look at the values).
+COPY_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
+
+
+FP64_PRAGMA = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable"
+
+
+def ctype(dtype: np.dtype) -> str:
+    return CL_TYPES[np.dtype(dtype).name][0]
+
+
+def utype(dtype: np.dtype) -> str:
+    return CL_TYPES[np.dtype(dtype).name][1]
+
+
+def kernel_dir() -> Path:
+    """The folder holding the ``.cl`` templates (in the wheel, else in the source checkout)."""
+    root = Path(__file__).resolve().parents[1]  # the hermes_nb package folder
+    shipped = root / "_kernels" / "opencl"
+    return shipped if shipped.is_dir() else root.parent / "kernels" / "opencl"
+
+
+@cache
+def template(name: str) -> string.Template:
+    return string.Template((kernel_dir() / f"{name}.cl").read_text())
+
+
+def render(name: str, **values: object) -> str:
+    return template(name).substitute({k: str(v) for k, v in values.items()})
+
+
+_LIMITS = {"int32": ("INT_MIN", "INT_MAX"), "int64": ("LONG_MIN", "LONG_MAX")}
+
+
+def _template_literal(value: bool | int | float | None, dtype: str) -> str:
+    """``value`` as reduce.cl's IDENT spells it (cast to T there)."""
+    if value is None:  # arg reductions: index -1 marks "no element yet", the value is unused
+        return "0"
+    if isinstance(value, float) and math.isinf(value):
+        return "-INFINITY" if value < 0 else "INFINITY"
+    if dtype in _LIMITS:
+        info = np.iinfo(dtype)
+        if value in (info.min, info.max):
+            return _LIMITS[dtype][value == info.max]
+    return str(int(value))
+
+
+def reduce_source(op: str, dtype: np.dtype, fp64: bool) -> str:
+    """reduce.cl for ``op`` over ``dtype``: identity from ``ir.reduce``, combine from
+    ``codegen.c_fused`` (in the template's types ``T`` and ``U``)."""
+    dtype = np.dtype(dtype)
+    rdef = reduce_def(op)
+    return render(
+        "reduce",
+        header=FP64_PRAGMA if fp64 else "",
+        t=ctype(dtype),
+        uns_t=utype(dtype),
+        is_float=int(dtype.kind == "f"),
+        is_arg=int(rdef.is_arg),
+        ident=f"(T)({_template_literal(rdef.identity(dtype.name), dtype.name)})",
+        combine=c_combine(op, dtype.name),
+        cmp=rdef.order if rdef.is_arg else "<",  # read by arg reductions only
+    )
+
+
+def typed_source(name: str, dtype: np.dtype, fp64: bool, **extra: object) -> str:
+    """Sources parameterised only by one element type: matmul, conv2d. ``extra`` fills
+    the matmul's epilogue hooks (``codegen.c_fused``); without them it stores the product."""
+    if name == "matmul":
+        extra = {"functions": "", "out_t": ctype(dtype), "epi_args": "", "store": "acc", **extra}
+    return render(
+        name,
+        header=FP64_PRAGMA if fp64 else "",
+        t=ctype(dtype),
+        uns_t=utype(dtype),
+        is_float=int(np.dtype(dtype).kind == "f"),
+        **extra,
+    )
+
+
+def copy_source(itemsize: int) -> str:
+    return render("copy", t=COPY_TYPES[itemsize])
+
+
+def fill_source(out_dtype: np.dtype, calc_dtype: np.dtype, fp64: bool) -> str:
+    value = "start + (C)i * step"
+    is_bool = np.dtype(out_dtype).kind == "b"
+    conv = f"(uchar)(({value}) != 0)" if is_bool else f"(O)({value})"
+    return render(
+        "fill",
+        header=FP64_PRAGMA if fp64 else "",
+        out_t=ctype(out_dtype),
+        calc_t=ctype(calc_dtype),
+        convert=conv,
+    )
