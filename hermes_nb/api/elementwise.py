@@ -2,10 +2,15 @@
 
 Each function checks its operands when called and inserts the casts the
 devices rely on: every elementwise node sees inputs of one dtype.
+
+The unary and binary functions whose checks follow from their op's dtype rule
+(``hermes_nb.ir.ops``) are built from the op table at the end of this module;
+the others (``pow``, the logical ones, ``where``, ``astype``, ``clip``) are written out.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -14,6 +19,7 @@ from hermes_nb.api.graph import make_node
 from hermes_nb.api.tensor import Tensor
 from hermes_nb.ir import dtypes
 from hermes_nb.ir.infer import broadcast_shapes
+from hermes_nb.ir.ops import OPS, DtypeRule, OpDef
 
 Operand = Tensor | np.ndarray | bool | int | float
 
@@ -80,7 +86,8 @@ def _elementwise(op: str, operands: list[Tensor], out_dtype: np.dtype, **attrs: 
     return Tensor(make_node(op, [t.node for t in operands], shape, out_dtype, **attrs))
 
 
-def _binary(op: str, x1: Any, x2: Any, *, compute: str = "same") -> Tensor:
+def _binary(op: str, x1: Any, x2: Any) -> Tensor:
+    rule = OPS[op].dtype
     a, b = _operand(x1, op), _operand(x2, op)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a = _as_tensor(a, op)
@@ -88,15 +95,15 @@ def _binary(op: str, x1: Any, x2: Any, *, compute: str = "same") -> Tensor:
     if work not in dtypes.SUPPORTED:
         raise TypeError(f"{op}: result dtype {work.name} is not supported")
     out = work
-    if compute == "bitwise":
+    if rule is DtypeRule.BITWISE:
         _require_integer(op, (("x1", a), ("x2", b)))
-    elif compute == "float":
-        if op != "divide":  # bool / bool is float64 (NumPy); the other float functions need numbers
+    elif rule in (DtypeRule.FLOAT, DtypeRule.TRUE_DIVIDE):
+        if rule is DtypeRule.FLOAT:  # bool / bool is float64 (NumPy); float functions need numbers
             _reject_bool(op, work)
         work = out = dtypes.float_result(work)
-    elif compute == "compare":
+    elif rule is DtypeRule.COMPARE:
         out = dtypes.bool_
-    elif compute == "numeric":
+    elif rule is DtypeRule.NUMERIC:
         _reject_bool(op, work)
     return _elementwise(op, [cast(a, work, op), cast(b, work, op)], out)
 
@@ -114,51 +121,29 @@ def _require_integer(op: str, operands: tuple[tuple[str, Any], ...]) -> None:
                         f"bool dtypes only (int32, int64, bool)")
 
 
-def _unary(op: str, x: Any, *, compute: str = "same") -> Tensor:
+def _unary(op: str, x: Any) -> Tensor:
+    rule = OPS[op].dtype
     t = _as_tensor(x, op)
     work = t.dtype
-    if compute == "predicate":
+    if rule is DtypeRule.PREDICATE:
         return _elementwise(op, [t], dtypes.bool_)
-    if compute == "bitwise":
+    if rule is DtypeRule.BITWISE:
         _require_integer(op, (("x", t),))
-    if compute == "float":
+    if rule is DtypeRule.FLOAT:
         _reject_bool(op, work)
         work = dtypes.float_result(work)
-    elif compute == "numeric" or (compute == "round" and op == "round"):
-        _reject_bool(op, work)  # floor/ceil of bool is bool in NumPy 2; round is not defined
+    elif rule is DtypeRule.NUMERIC:
+        _reject_bool(op, work)  # floor/ceil of bool is bool in NumPy 2 (SAME); round is not defined
     return _elementwise(op, [astype(t, work)], work)
 
 
-# ---- binary arithmetic --------------------------------------------------------------
-def add(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("add", x1, x2)
-
-
-def subtract(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("subtract", x1, x2, compute="numeric")
-
-
-def multiply(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("multiply", x1, x2)
-
-
-def divide(x1: Operand, x2: Operand) -> Tensor:
-    """True division; integer operands give float64, as in NumPy."""
-    return _binary("divide", x1, x2, compute="float")
-
-
-def floor_divide(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("floor_divide", x1, x2, compute="numeric")
-
-
-def remainder(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("remainder", x1, x2, compute="numeric")
+# ---- written out: more than their dtype rule ----------------------------------------
 
 
 def pow(x1: Operand, x2: Operand) -> Tensor:
     """``x1 ** x2``. Integers to negative integer powers raise ``ValueError`` as in NumPy:
     at build time for a scalar or constant exponent, else when the graph runs."""
-    out = _binary("pow", x1, x2, compute="numeric")
+    out = _binary("pow", x1, x2)
     if dtypes.is_integer(out.dtype):
         _reject_negative_exponent(out.node.inputs[1], out.dtype)
     return out
@@ -175,74 +160,7 @@ def _reject_negative_exponent(exponent: Any, dtype: np.dtype) -> None:
         f"x.astype('float64') ** {shown if value.ndim == 0 else 'y'}")
 
 
-def maximum(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("maximum", x1, x2)
-
-
-def minimum(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("minimum", x1, x2)
-
-
-def hypot(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("hypot", x1, x2, compute="float")
-
-
-def atan2(x1: Operand, x2: Operand) -> Tensor:
-    """Arctangent of ``x1 / x2`` in the quadrant of the point ``(x2, x1)``."""
-    return _binary("atan2", x1, x2, compute="float")
-
-
-def logaddexp(x1: Operand, x2: Operand) -> Tensor:
-    """``log(exp(x1) + exp(x2))`` without overflow."""
-    return _binary("logaddexp", x1, x2, compute="float")
-
-
-def copysign(x1: Operand, x2: Operand) -> Tensor:
-    """``|x1|`` with the sign of ``x2``."""
-    return _binary("copysign", x1, x2, compute="float")
-
-
-# ---- bitwise (integers and bool) ----------------------------------------------------
-def bitwise_and(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("bitwise_and", x1, x2, compute="bitwise")
-
-
-def bitwise_or(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("bitwise_or", x1, x2, compute="bitwise")
-
-
-def bitwise_xor(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("bitwise_xor", x1, x2, compute="bitwise")
-
-
-def bitwise_invert(x: Operand) -> Tensor:
-    """``~x``: bits flipped for integers, ``not x`` for bool."""
-    return _unary("bitwise_invert", x, compute="bitwise")
-
-
-# ---- comparisons and logic ----------------------------------------------------------
-def equal(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("equal", x1, x2, compute="compare")
-
-
-def not_equal(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("not_equal", x1, x2, compute="compare")
-
-
-def less(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("less", x1, x2, compute="compare")
-
-
-def less_equal(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("less_equal", x1, x2, compute="compare")
-
-
-def greater(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("greater", x1, x2, compute="compare")
-
-
-def greater_equal(x1: Operand, x2: Operand) -> Tensor:
-    return _binary("greater_equal", x1, x2, compute="compare")
+# ---- logic --------------------------------------------------------------------------
 
 
 def _logical_operand(value: Any, op: str, operator: str | None) -> Tensor:
@@ -269,145 +187,6 @@ def logical_not(x: Operand, *, operator: str | None = None) -> Tensor:
     return _elementwise("logical_not", [_logical_operand(x, "logical_not", operator)], dtypes.bool_)
 
 
-# ---- unary --------------------------------------------------------------------------
-def negative(x: Operand) -> Tensor:
-    return _unary("negative", x, compute="numeric")
-
-
-def abs(x: Operand) -> Tensor:
-    return _unary("abs", x)
-
-
-def exp(x: Operand) -> Tensor:
-    return _unary("exp", x, compute="float")
-
-
-def log(x: Operand) -> Tensor:
-    return _unary("log", x, compute="float")
-
-
-def sqrt(x: Operand) -> Tensor:
-    return _unary("sqrt", x, compute="float")
-
-
-def sin(x: Operand) -> Tensor:
-    return _unary("sin", x, compute="float")
-
-
-def cos(x: Operand) -> Tensor:
-    return _unary("cos", x, compute="float")
-
-
-def tanh(x: Operand) -> Tensor:
-    return _unary("tanh", x, compute="float")
-
-
-def sigmoid(x: Operand) -> Tensor:
-    """``1 / (1 + exp(-x))``."""
-    return _unary("sigmoid", x, compute="float")
-
-
-def relu(x: Operand) -> Tensor:
-    """``maximum(x, 0)``; NaN stays NaN."""
-    return _unary("relu", x, compute="numeric")
-
-
-def floor(x: Operand) -> Tensor:
-    return _unary("floor", x, compute="round")
-
-
-def ceil(x: Operand) -> Tensor:
-    return _unary("ceil", x, compute="round")
-
-
-def round(x: Operand) -> Tensor:
-    """Round half to even, like NumPy."""
-    return _unary("round", x, compute="round")
-
-
-def expm1(x: Operand) -> Tensor:
-    return _unary("expm1", x, compute="float")
-
-
-def log1p(x: Operand) -> Tensor:
-    return _unary("log1p", x, compute="float")
-
-
-def log2(x: Operand) -> Tensor:
-    return _unary("log2", x, compute="float")
-
-
-def log10(x: Operand) -> Tensor:
-    return _unary("log10", x, compute="float")
-
-
-def sinh(x: Operand) -> Tensor:
-    return _unary("sinh", x, compute="float")
-
-
-def cosh(x: Operand) -> Tensor:
-    return _unary("cosh", x, compute="float")
-
-
-def tan(x: Operand) -> Tensor:
-    return _unary("tan", x, compute="float")
-
-
-def asin(x: Operand) -> Tensor:
-    return _unary("asin", x, compute="float")
-
-
-def acos(x: Operand) -> Tensor:
-    return _unary("acos", x, compute="float")
-
-
-def atan(x: Operand) -> Tensor:
-    return _unary("atan", x, compute="float")
-
-
-def asinh(x: Operand) -> Tensor:
-    return _unary("asinh", x, compute="float")
-
-
-def acosh(x: Operand) -> Tensor:
-    return _unary("acosh", x, compute="float")
-
-
-def atanh(x: Operand) -> Tensor:
-    return _unary("atanh", x, compute="float")
-
-
-def reciprocal(x: Operand) -> Tensor:
-    return _unary("reciprocal", x, compute="float")
-
-
-def square(x: Operand) -> Tensor:
-    """``x * x`` in ``x``'s dtype."""
-    return _unary("square", x, compute="numeric")
-
-
-def sign(x: Operand) -> Tensor:
-    """-1, 0 or 1 in ``x``'s dtype; NaN stays NaN."""
-    return _unary("sign", x, compute="numeric")
-
-
-def trunc(x: Operand) -> Tensor:
-    """Round towards 0; integers and bools are returned as they are."""
-    return _unary("trunc", x, compute="round")
-
-
-def isnan(x: Operand) -> Tensor:
-    return _unary("isnan", x, compute="predicate")
-
-
-def isinf(x: Operand) -> Tensor:
-    return _unary("isinf", x, compute="predicate")
-
-
-def isfinite(x: Operand) -> Tensor:
-    return _unary("isfinite", x, compute="predicate")
-
-
 # ---- selection ----------------------------------------------------------------------
 def where(condition: Operand, x1: Operand, x2: Operand) -> Tensor:
     """``x1`` where ``condition`` is true, else ``x2`` (all three broadcast)."""
@@ -429,7 +208,49 @@ def clip(x: Operand, min: Operand | None = None, max: Operand | None = None) -> 
             raise TypeError(f"clip: {name} must be None, a real number, an array or a Tensor, "
                             f"got {bound!r:.60} ({type(bound).__name__})")
     if min is not None:
-        out = maximum(out, _operand(min, "clip"))
+        out = _binary("maximum", out, _operand(min, "clip"))
     if max is not None:
-        out = minimum(out, _operand(max, "clip"))
+        out = _binary("minimum", out, _operand(max, "clip"))
     return out
+
+
+# ---- built from the op table --------------------------------------------------------
+# the dtype rules whose argument checks _unary and _binary make
+_RULE_CHECKED = frozenset({
+    DtypeRule.SAME, DtypeRule.NUMERIC, DtypeRule.FLOAT, DtypeRule.TRUE_DIVIDE,
+    DtypeRule.PREDICATE, DtypeRule.COMPARE, DtypeRule.BITWISE,
+})
+# public docstrings of the functions built below; the others have none
+_DOCSTRINGS = {
+    "divide": "True division; integer operands give float64, as in NumPy.",
+    "atan2": "Arctangent of ``x1 / x2`` in the quadrant of the point ``(x2, x1)``.",
+    "logaddexp": "``log(exp(x1) + exp(x2))`` without overflow.",
+    "copysign": "``|x1|`` with the sign of ``x2``.",
+    "bitwise_invert": "``~x``: bits flipped for integers, ``not x`` for bool.",
+    "sigmoid": "``1 / (1 + exp(-x))``.",
+    "relu": "``maximum(x, 0)``; NaN stays NaN.",
+    "round": "Round half to even, like NumPy.",
+    "square": "``x * x`` in ``x``'s dtype.",
+    "sign": "-1, 0 or 1 in ``x``'s dtype; NaN stays NaN.",
+    "trunc": "Round towards 0; integers and bools are returned as they are.",
+}
+
+
+def _public_function(op: OpDef) -> Callable[..., Tensor]:
+    """``hm.<op>``: the op's node after the argument checks of its dtype rule."""
+    name = op.name
+    if op.arity == 1:
+        def function(x: Operand) -> Tensor:
+            return _unary(name, x)
+    else:
+        def function(x1: Operand, x2: Operand) -> Tensor:
+            return _binary(name, x1, x2)
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = _DOCSTRINGS.get(name)
+    return function
+
+
+for _op in OPS.values():
+    if _op.dtype in _RULE_CHECKED and _op.name not in globals():  # not written out above
+        globals()[_op.name] = _public_function(_op)
+del _op

@@ -25,17 +25,20 @@ from __future__ import annotations
 import functools
 import math
 import re
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
 from hermes_nb.compiler.program import Instr, Program
-from hermes_nb.ir.ops import COMPARISONS, FLOAT_FUNCTIONS, PREDICATES
+from hermes_nb.ir.ops import COMPARISONS, FLOAT_RESULTS, PREDICATES
 
 __all__ = [
     "CUDA",
+    "C_FORMS",
     "OPENCL",
     "VECTOR_WIDTH",
+    "CForms",
     "CStyleRenderer",
     "CUDARenderer",
     "OpenCLRenderer",
@@ -46,115 +49,144 @@ __all__ = [
 VECTOR_WIDTH = 8  # default OpenCL vector width; devices pass their native one
 
 # ---------------------------------------------------------------------------------------------
-# Scalar op forms. Placeholders: {a} {b} {c} operands, {T} operand C type, {U} its unsigned
-# twin, {s} dtype name (helper suffix); ``@name(`` is a math function the dialect may rename
-# (CUDA: expf for float32). Operands are always variable names or literals, so repeating one
-# in a form costs nothing.
+# Op forms: one row per op, a form for each operand kind. Placeholders: {a} {b} {c} operands,
+# {T} operand C type, {U} its unsigned twin, {s} dtype name (helper suffix); ``@name(`` is a
+# math function the dialect may rename (CUDA: expf for float32). Operands are always variable
+# names or literals, so repeating one in a form costs nothing.
+# Vector forms (OpenCL only): {V} value vector type, {F} its scalar type, {M} mask vector
+# type. Bool values are masks (-1 true, 0 false), what vector comparisons return. ``SCALAR``:
+# the float form, on vectors. No vector form of sin, cos or pow: PoCL's are wrong
+# (sin(0.001f) = 0.008 on float16 vectors; pow misplaces infinities in double vectors), so
+# programs using them run scalar, except x ** 2.0, which is rendered as x * x.
 
-_WRAP = "({T})(({U}){a} {op} ({U}){b})"  # integers wrap like NumPy: unsigned arithmetic
+SCALAR = "<the float form>"
 
-FLOAT_FORMS: dict[str, str] = {
-    "negative": "(-{a})",
-    "abs": "@fabs({a})",
-    # NOTE: PoCL's scalar exp/tanh return finite numbers for NaN; guard them
-    "exp": "(isnan({a}) ? {a} : @exp({a}))",
-    "log": "@log({a})",
-    "sqrt": "@sqrt({a})",
-    "sin": "@sin({a})",
-    "cos": "@cos({a})",
-    "tanh": "(isnan({a}) ? {a} : @tanh({a}))",
-    "sigmoid": "(isnan({a}) ? {a} : ({T})1 / (({T})1 + @exp(-{a})))",
-    "relu": "(({a} > ({T})0 || isnan({a})) ? {a} : ({T})0)",
-    "floor": "@floor({a})",
-    "ceil": "@ceil({a})",
-    "round": "@rint({a})",  # rint rounds half to even, like np.round
-    "logical_not": "({a} == ({T})0)",
-    "astype": "{a}",
-    "add": "({a} + {b})",
-    "subtract": "({a} - {b})",
-    "multiply": "({a} * {b})",
-    "divide": "({a} / {b})",
-    "floor_divide": "h_floordiv_{s}({a}, {b})",
-    "remainder": "h_rem_{s}({a}, {b})",
-    "pow": "@pow({a}, {b})",
-    # NaN-propagating; on ties (0.0 vs -0.0) the second operand wins, as in NumPy on x86
-    "maximum": "(({a} > {b} || isnan({a})) ? {a} : {b})",
-    "minimum": "(({a} < {b} || isnan({a})) ? {a} : {b})",
-    "hypot": "@hypot({a}, {b})",
-    **{op: f"@{op}({{a}})" for op in (
-        "expm1", "log1p", "log2", "log10", "sinh", "cosh", "tan", "asin", "acos", "atan",
-        "asinh", "acosh", "atanh", "trunc")},
-    "atan2": "@atan2({a}, {b})",
-    "copysign": "@copysign({a}, {b})",
-    "reciprocal": "(({T})1 / {a})",
-    "square": "({a} * {a})",
+
+@dataclass(frozen=True)
+class CForms:
+    """An op's C forms by operand kind; None where the op is not defined (the tensor layer
+    never asks for it there)."""
+
+    floats: str | None
+    ints: str | None = None
+    bools: str | None = None
+    vector: str | None = None  # OpenCL, on float vectors
+    mask: str | None = None  # OpenCL, on bool mask vectors
+
+
+def _forms(floats: str | None, ints: str | None = None, bools: str | None = None, *,
+           vec: str | None = None, mask: str | None = None) -> CForms:
+    """Forms on float, integer and bool operands; bool ones are the integer ones unless given."""
+    return CForms(floats, ints, ints if bools is None else bools, vec, mask)
+
+
+def _any(form: str, *, vec: str | None = None, mask: str | None = None) -> CForms:
+    """The same form for every operand dtype."""
+    return CForms(form, form, form, vec, mask)
+
+
+def _wrap(op: str, b: str = "{b}") -> str:
+    return f"({{T}})(({{U}}){{a}} {op} ({{U}}){b})"  # integers wrap like NumPy: unsigned arithmetic
+
+
+_NEGATE = "({T})(({U})0 - ({U}){a})"
+# NOTE: PoCL's scalar exp/tanh return finite numbers for NaN; guard them (vector forms handle NaN)
+C_FORMS: dict[str, CForms] = {
+    "negative": _forms("(-{a})", _NEGATE, "{a}", vec=SCALAR),
+    "abs": _forms("@fabs({a})", f"({{a}} < ({{T}})0 ? {_NEGATE} : {{a}})", "{a}", vec=SCALAR),
+    "exp": _forms("(isnan({a}) ? {a} : @exp({a}))", vec="exp({a})"),
+    "log": _forms("@log({a})", vec=SCALAR),
+    "sqrt": _forms("@sqrt({a})", vec=SCALAR),
+    "sin": _forms("@sin({a})"),
+    "cos": _forms("@cos({a})"),
+    "tanh": _forms("(isnan({a}) ? {a} : @tanh({a}))", vec="tanh({a})"),
+    "sigmoid": _forms("(isnan({a}) ? {a} : ({T})1 / (({T})1 + @exp(-{a})))",
+                      vec="(({F})1 / (({F})1 + exp(-{a})))"),
+    "relu": _forms("(({a} > ({T})0 || isnan({a})) ? {a} : ({T})0)", "({a} > ({T})0 ? {a} : ({T})0)",
+                   "{a}", vec="select(({V})(({F})0), {a}, ({a} > ({F})0) | isnan({a}))"),
+    "floor": _forms("@floor({a})", "{a}", vec=SCALAR),
+    "ceil": _forms("@ceil({a})", "{a}", vec=SCALAR),
+    "round": _forms("@rint({a})", "{a}", vec=SCALAR),  # rint rounds half to even, like np.round
+    "logical_not": _any("({a} == ({T})0)", vec="({a} == ({F})0)", mask="(~{a})"),
+    "expm1": _forms("@expm1({a})", vec=SCALAR),
+    "log1p": _forms("@log1p({a})", vec=SCALAR),
+    "log2": _forms("@log2({a})", vec=SCALAR),
+    "log10": _forms("@log10({a})", vec=SCALAR),
+    "sinh": _forms("@sinh({a})"),
+    "cosh": _forms("@cosh({a})"),
+    "tan": _forms("@tan({a})"),
+    "asin": _forms("@asin({a})"),
+    "acos": _forms("@acos({a})"),
+    "atan": _forms("@atan({a})"),
+    "asinh": _forms("@asinh({a})"),
+    "acosh": _forms("@acosh({a})"),
+    "atanh": _forms("@atanh({a})"),
+    "reciprocal": _forms("(({T})1 / {a})", vec=SCALAR),
+    "square": _forms("({a} * {a})", _wrap("*", "{a}"), vec=SCALAR),
     # NumPy: sign(+-0) is +0, sign(NaN) is NaN
-    "sign": "({a} > ({T})0 ? ({T})1 : {a} < ({T})0 ? ({T})-1 : {a} == ({T})0 ? ({T})0 : {a})",
-    "isnan": "isnan({a})",
-    "isinf": "isinf({a})",
-    "isfinite": "isfinite({a})",
+    "sign": _forms("({a} > ({T})0 ? ({T})1 : {a} < ({T})0 ? ({T})-1 : {a} == ({T})0 ? ({T})0 : {a})",
+                   "(({a} > ({T})0) - ({a} < ({T})0))",
+                   vec="select(select(({V})(({F})0), {a}, isnan({a})), select(({V})(({F})-1), "
+                       "({V})(({F})1), {a} > ({F})0), ({a} > ({F})0) | ({a} < ({F})0))"),
+    "trunc": _forms("@trunc({a})", "{a}", vec=SCALAR),
+    # vector predicates return masks (-1/0), the vector form's bool values
+    "isnan": _forms("isnan({a})", "0", vec=SCALAR),
+    "isinf": _forms("isinf({a})", "0", vec=SCALAR),
+    "isfinite": _forms("isfinite({a})", "1", vec=SCALAR),
+    "bitwise_invert": _forms(None, "(~{a})", "(!{a})"),
+    "astype": _any("{a}"),
+    # NumPy's bool arithmetic: + is or, * is and, max/min are or/and
+    "add": _forms("({a} + {b})", _wrap("+"), "({a} | {b})", vec=SCALAR),
+    "subtract": _forms("({a} - {b})", _wrap("-"), "({a} ^ {b})", vec=SCALAR),
+    "multiply": _forms("({a} * {b})", _wrap("*"), "({a} & {b})", vec=SCALAR),
+    "divide": _forms("({a} / {b})", vec=SCALAR),
+    "floor_divide": _forms("h_floordiv_{s}({a}, {b})", "h_floordiv_{s}({a}, {b})", "({a} & {b})"),
+    "remainder": _forms("h_rem_{s}({a}, {b})", "h_rem_{s}({a}, {b})", "({T})0"),
+    "pow": _forms("@pow({a}, {b})", "h_pow_{s}({a}, {b})", "({a} | !{b})"),
+    # NaN-propagating; on ties (0.0 vs -0.0) the second operand wins, as in NumPy on x86
+    "maximum": _forms("(({a} > {b} || isnan({a})) ? {a} : {b})", "({a} >= {b} ? {a} : {b})",
+                      "({a} | {b})", vec="select({b}, {a}, ({a} > {b}) | isnan({a}))"),
+    "minimum": _forms("(({a} < {b} || isnan({a})) ? {a} : {b})", "({a} <= {b} ? {a} : {b})",
+                      "({a} & {b})", vec="select({b}, {a}, ({a} < {b}) | isnan({a}))"),
+    "hypot": _forms("@hypot({a}, {b})", vec=SCALAR),
+    "atan2": _forms("@atan2({a}, {b})"),
     # npy_logaddexp: equal operands (also both infinite) give x + log(2)
-    "logaddexp": "({a} == {b} ? {a} + ({T})0.693147180559945309417 : ({a} - {b}) > ({T})0 ? "
-                 "{a} + @log1p(@exp({b} - {a})) : ({a} - {b}) <= ({T})0 ? "
-                 "{b} + @log1p(@exp({a} - {b})) : ({a} - {b}))",
+    "logaddexp": _forms("({a} == {b} ? {a} + ({T})0.693147180559945309417 : ({a} - {b}) > ({T})0 ? "
+                        "{a} + @log1p(@exp({b} - {a})) : ({a} - {b}) <= ({T})0 ? "
+                        "{b} + @log1p(@exp({a} - {b})) : ({a} - {b}))"),
+    "copysign": _forms("@copysign({a}, {b})", vec=SCALAR),
+    "bitwise_and": _forms(None, "({a} & {b})"),
+    "bitwise_or": _forms(None, "({a} | {b})"),
+    "bitwise_xor": _forms(None, "({a} ^ {b})"),
+    "equal": _any("({a} == {b})", vec=SCALAR, mask="({a} == {b})"),
+    "not_equal": _any("({a} != {b})", vec=SCALAR, mask="({a} != {b})"),
+    "less": _any("({a} < {b})", vec=SCALAR),
+    "less_equal": _any("({a} <= {b})", vec=SCALAR),
+    "greater": _any("({a} > {b})", vec=SCALAR),
+    "greater_equal": _any("({a} >= {b})", vec=SCALAR),
+    "logical_and": _any("({a} && {b})", mask="({a} & {b})"),
+    "logical_or": _any("({a} || {b})", mask="({a} | {b})"),
+    "where": _any("({a} ? {b} : {c})", vec="select({c}, {b}, {a})", mask="select({c}, {b}, {a})"),
 }
-INT_FORMS: dict[str, str] = {
-    "negative": "({T})(({U})0 - ({U}){a})",
-    "abs": "({a} < ({T})0 ? ({T})(({U})0 - ({U}){a}) : {a})",
-    "relu": "({a} > ({T})0 ? {a} : ({T})0)",
-    "floor": "{a}",
-    "ceil": "{a}",
-    "round": "{a}",
-    "logical_not": "({a} == ({T})0)",
-    "astype": "{a}",
-    "add": _WRAP.replace("{op}", "+"),
-    "subtract": _WRAP.replace("{op}", "-"),
-    "multiply": _WRAP.replace("{op}", "*"),
-    "floor_divide": "h_floordiv_{s}({a}, {b})",
-    "remainder": "h_rem_{s}({a}, {b})",
-    "pow": "h_pow_{s}({a}, {b})",
-    "maximum": "({a} >= {b} ? {a} : {b})",
-    "minimum": "({a} <= {b} ? {a} : {b})",
-    "square": _WRAP.replace("{op}", "*").replace("{b}", "{a}"),
-    "sign": "(({a} > ({T})0) - ({a} < ({T})0))",
-    "trunc": "{a}",
-    "isnan": "0",
-    "isinf": "0",
-    "isfinite": "1",
-    "bitwise_and": "({a} & {b})",
-    "bitwise_or": "({a} | {b})",
-    "bitwise_xor": "({a} ^ {b})",
-    "bitwise_invert": "(~{a})",
+
+
+def _column(field: str) -> dict[str, str]:
+    return {op: getattr(f, field) for op, f in C_FORMS.items() if getattr(f, field) is not None}
+
+
+def _vector(op: str, form: str) -> str:
+    scalar = C_FORMS[op].floats
+    if form != SCALAR or scalar is None:
+        return form
+    return scalar.replace("@", "").replace("{T}", "{F}")
+
+
+# the table by operand dtype kind, for lookups
+SCALAR_FORMS: dict[str, dict[str, str]] = {
+    "f": _column("floats"), "i": _column("ints"), "b": _column("bools"),
 }
-# NumPy's bool arithmetic: + is or, * is and, max/min are or/and.
-BOOL_FORMS: dict[str, str] = {
-    **INT_FORMS,
-    "negative": "{a}",
-    "abs": "{a}",
-    "relu": "{a}",
-    "add": "({a} | {b})",
-    "subtract": "({a} ^ {b})",
-    "multiply": "({a} & {b})",
-    "floor_divide": "({a} & {b})",
-    "remainder": "({T})0",
-    "pow": "({a} | !{b})",
-    "maximum": "({a} | {b})",
-    "minimum": "({a} & {b})",
-    "bitwise_invert": "(!{a})",
-}
-_SHARED = {  # same form for every operand dtype
-    "equal": "({a} == {b})",
-    "not_equal": "({a} != {b})",
-    "less": "({a} < {b})",
-    "less_equal": "({a} <= {b})",
-    "greater": "({a} > {b})",
-    "greater_equal": "({a} >= {b})",
-    "logical_and": "({a} && {b})",
-    "logical_or": "({a} || {b})",
-    "where": "({a} ? {b} : {c})",
-}
-for _forms in (FLOAT_FORMS, INT_FORMS, BOOL_FORMS):
-    _forms.update(_SHARED)
+VECTOR_FLOAT_FORMS: dict[str, str] = {op: _vector(op, v) for op, v in _column("vector").items()}
+VECTOR_MASK_FORMS: dict[str, str] = _column("mask")
 
 # Helpers, rendered once per dtype that needs them ({Q} is the dialect's qualifier).
 FLOAT_HELPERS = {
@@ -216,43 +248,6 @@ INT_HELPERS = {
 }}""",
 }
 
-# Vector forms (OpenCL only): {V} value vector type, {F} its scalar type, {M} mask vector
-# type. Bool values are masks (-1 true, 0 false), what vector comparisons return.
-# Not sin, cos or pow: PoCL's vector forms of them are wrong (sin(0.001f) = 0.008 on float16
-# vectors; pow misplaces infinities in double vectors), so programs using them run scalar,
-# except x ** 2.0, which is rendered as x * x.
-VECTOR_FLOAT_FORMS: dict[str, str] = {
-    **{op: FLOAT_FORMS[op].replace("@", "").replace("{T}", "{F}") for op in (
-        "negative", "abs", "log", "sqrt", "floor",
-        "ceil", "round", "add", "subtract", "multiply", "divide", "hypot",
-        "expm1", "log1p", "log2", "log10", "trunc", "copysign", "square",
-    )},
-    "reciprocal": "(({F})1 / {a})",
-    "sign": "select(select(({V})(({F})0), {a}, isnan({a})), "
-            "select(({V})(({F})-1), ({V})(({F})1), {a} > ({F})0), ({a} > ({F})0) | ({a} < ({F})0))",
-    # vector predicates return masks (-1/0), the vector form's bool values
-    **{op: f"{op}({{a}})" for op in PREDICATES},
-    # vector exp/tanh handle NaN (only PoCL's scalar forms need the guard)
-    "exp": "exp({a})",
-    "tanh": "tanh({a})",
-    "sigmoid": "(({F})1 / (({F})1 + exp(-{a})))",
-    "relu": "select(({V})(({F})0), {a}, ({a} > ({F})0) | isnan({a}))",
-    "maximum": "select({b}, {a}, ({a} > {b}) | isnan({a}))",
-    "minimum": "select({b}, {a}, ({a} < {b}) | isnan({a}))",
-    **{op: _SHARED[op] for op in COMPARISONS},
-    "logical_not": "({a} == ({F})0)",
-    "where": "select({c}, {b}, {a})",
-}
-VECTOR_MASK_FORMS: dict[str, str] = {  # ops on bool (mask) operands
-    "equal": "({a} == {b})",
-    "not_equal": "({a} != {b})",
-    "logical_and": "({a} & {b})",
-    "logical_or": "({a} | {b})",
-    "logical_not": "(~{a})",
-    "where": "select({c}, {b}, {a})",
-}
-
-
 def _squares(program: Program, instr: Instr) -> bool:
     """``instr`` is a float ``x ** 2.0`` with a literal exponent."""
     if instr.op != "pow" or instr.dtype not in ("float32", "float64"):
@@ -302,16 +297,15 @@ class CStyleRenderer:
     def expression(self, instr: Instr, args: list[str], in_dtype: str) -> str:
         """``instr`` on operand names ``args`` (of ``in_dtype``), before conversion."""
         op = instr.op
-        if (op in FLOAT_FUNCTIONS or op == "divide") and in_dtype not in ("float32", "float64"):
+        if op in FLOAT_RESULTS and in_dtype not in ("float32", "float64"):
             # NumPy computes these in float64 for integer/bool operands (the tensor layer
             # casts first, so this only guards hand-built programs)
             args = [f"((double){a})" for a in args]
             in_dtype = "float64"
-        kind = np.dtype(in_dtype).kind
-        forms = FLOAT_FORMS if kind == "f" else BOOL_FORMS if kind == "b" else INT_FORMS
+        form = SCALAR_FORMS[np.dtype(in_dtype).kind][op]  # KeyError: no form for this dtype
         t, u = self.types[in_dtype]
         names = dict(zip("abc", args))
-        return self.math(forms[op].format(T=t, U=u, s=in_dtype, **names), in_dtype)
+        return self.math(form.format(T=t, U=u, s=in_dtype, **names), in_dtype)
 
     def convert(self, expr: str, dtype: str) -> str:
         if dtype == "bool":

@@ -50,6 +50,7 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numba
@@ -65,8 +66,8 @@ from hermes_nb.codegen.numba_support import (
 )
 from hermes_nb.compiler.program import Program
 
-__all__ = ["compile_elementwise", "launch", "plan", "render", "run_elementwise", "serial",
-           "supports"]
+__all__ = ["NUMBA_FORMS", "compile_elementwise", "launch", "plan", "render", "run_elementwise",
+           "serial", "supports"]
 
 Variant = tuple[str, tuple[str, ...]]
 
@@ -179,6 +180,109 @@ def pow_{t}(a, b):
 _HELPER_DEPS = {"floor_divide_f": ("fdivmod",), "remainder_f": ("fdivmod",)}
 
 
+# helpers only float32 has; other dtypes call libm
+_LIBM = {"exp": "math.exp"}
+
+
+@dataclass(frozen=True)
+class NumbaForms:
+    """An op's Python forms by operand kind; None where Numba code has none (the program
+    then runs in the interpreter)."""
+
+    floats: str | None
+    ints: str | None = None
+    bools: str | None = None
+
+
+def _any(form: str) -> NumbaForms:
+    """The same form for every operand dtype."""
+    return NumbaForms(form, form, form)
+
+
+# Forms over value names {a} {b} {c}, the same as bool ({ab} {bb}: ``(x != 0)`` unless bool),
+# the output dtype's constructor {T}, the operand dtype's {S}, {Tk}: {T} unless every operand
+# already has the output dtype (Numba keeps a float's type through + - * / and negation, so no
+# cast is needed), {cast}: {a} converted to the output dtype, and {helper[kind]}: the name of a
+# generated helper (emitted once per dtype). Integer and float forms convert to the output dtype,
+# bool forms (NumPy's bool arithmetic: add/maximum are or, multiply/minimum are and) need not.
+_SIGN = "{T}({S}(1) if {a} > 0 else ({S}(-1) if {a} < 0 else ({S}(0) if {a} == 0 else {a})))"
+NUMBA_FORMS: dict[str, NumbaForms] = {
+    "negative": NumbaForms("{Tk}(-{a})", "{T}(-{a})"),
+    "abs": NumbaForms("{T}(abs({a}))", "{T}(abs({a}))", "{a}"),
+    "exp": NumbaForms("{T}({helper[exp]}({a}))"),
+    "log": NumbaForms("{T}(math.log({a}))"),
+    "sqrt": NumbaForms("{T}(math.sqrt({a}))"),
+    "sin": NumbaForms("{T}(math.sin({a}))"),
+    "cos": NumbaForms("{T}(math.cos({a}))"),
+    "tanh": NumbaForms("{T}(math.tanh({a}))"),
+    "sigmoid": NumbaForms("{T}({S}(1) / ({S}(1) + {helper[exp]}(-{a})))"),
+    # NumPy: NaN in either operand of maximum/minimum wins; on ties the second (vmaxps)
+    "relu": NumbaForms("{T}({a} if ({a} > {S}(0)) | ({a} != {a}) else {S}(0))",
+                       "{T}({a} if ({a} > {S}(0)) else {S}(0))"),
+    "floor": NumbaForms("floor_({a})", "{a}", "{a}"),
+    "ceil": NumbaForms("ceil_({a})", "{a}", "{a}"),
+    "round": NumbaForms("rint_({a})", "{a}", "{a}"),
+    "logical_not": _any("(not {ab})"),
+    "expm1": NumbaForms("{T}(math.expm1({a}))"),
+    "log1p": NumbaForms("{T}(math.log1p({a}))"),
+    "log2": NumbaForms("{T}(math.log2({a}))"),
+    "log10": NumbaForms("{T}(math.log10({a}))"),
+    "sinh": NumbaForms("{T}(math.sinh({a}))"),
+    "cosh": NumbaForms("{T}(math.cosh({a}))"),
+    "tan": NumbaForms("{T}(math.tan({a}))"),
+    "asin": NumbaForms("{T}(math.asin({a}))"),
+    "acos": NumbaForms("{T}(math.acos({a}))"),
+    "atan": NumbaForms("{T}(math.atan({a}))"),
+    "asinh": NumbaForms("{T}(math.asinh({a}))"),
+    "acosh": NumbaForms("{T}(math.acosh({a}))"),
+    "atanh": NumbaForms("{T}(math.atanh({a}))"),
+    "reciprocal": NumbaForms("{T}({S}(1) / {a})"),
+    "square": NumbaForms("{T}({a} * {a})", "{T}({a} * {a})"),
+    # NumPy: sign(+-0) is +0, sign(NaN) is NaN
+    "sign": NumbaForms(_SIGN, _SIGN),
+    "trunc": NumbaForms("trunc_({a})", "{a}", "{a}"),
+    # on integers and bool the predicates are constant
+    "isnan": NumbaForms("math.isnan({a})", "False", "False"),
+    "isinf": NumbaForms("math.isinf({a})", "False", "False"),
+    "isfinite": NumbaForms("math.isfinite({a})", "True", "True"),
+    "bitwise_invert": NumbaForms(None, "{T}(~{a})", "(not {a})"),
+    "astype": _any("{cast}"),
+    "add": NumbaForms("{Tk}({a} + {b})", "{T}({a} + {b})", "({a} | {b})"),
+    "subtract": NumbaForms("{Tk}({a} - {b})", "{T}({a} - {b})"),
+    "multiply": NumbaForms("{Tk}({a} * {b})", "{T}({a} * {b})", "({a} & {b})"),
+    "divide": NumbaForms("{Tk}({a} / {b})"),
+    "floor_divide": NumbaForms("{T}({helper[floor_divide_f]}({a}, {b}))",
+                               "{T}({helper[floor_divide_i]}({a}, {b}))"),
+    "remainder": NumbaForms("{T}({helper[remainder_f]}({a}, {b}))",
+                            "{T}({helper[remainder_i]}({a}, {b}))"),
+    "pow": NumbaForms("{T}(pow_({a}, {b}))", "{T}({helper[pow_i]}({a}, {b}))"),
+    "maximum": NumbaForms("{T}({a} if ({a} > {b}) | ({a} != {a}) else {b})",
+                          "{T}({a} if ({a} > {b}) else {b})", "({a} | {b})"),
+    "minimum": NumbaForms("{T}({a} if ({a} < {b}) | ({a} != {a}) else {b})",
+                          "{T}({a} if ({a} < {b}) else {b})", "({a} & {b})"),
+    "hypot": NumbaForms("{T}(math.hypot({a}, {b}))"),
+    "atan2": NumbaForms("{T}(math.atan2({a}, {b}))"),
+    # npy_logaddexp: equal operands (also both infinite) give x + log(2)
+    "logaddexp": NumbaForms("{T}(({a} + {S}(0.6931471805599453) if {a} == {b} else "
+                            "({a} + math.log1p(math.exp({b} - {a})) if {a} - {b} > 0 else "
+                            "({b} + math.log1p(math.exp({a} - {b})) if {a} - {b} <= 0 else "
+                            "{a} - {b}))))"),
+    "copysign": NumbaForms("{T}(math.copysign({a}, {b}))"),
+    "bitwise_and": NumbaForms(None, "{T}({a} & {b})", "({a} & {b})"),
+    "bitwise_or": NumbaForms(None, "{T}({a} | {b})", "({a} | {b})"),
+    "bitwise_xor": NumbaForms(None, "{T}({a} ^ {b})", "({a} ^ {b})"),
+    "equal": _any("({a} == {b})"),
+    "not_equal": _any("({a} != {b})"),
+    "less": _any("({a} < {b})"),
+    "less_equal": _any("({a} <= {b})"),
+    "greater": _any("({a} > {b})"),
+    "greater_equal": _any("({a} >= {b})"),
+    "logical_and": _any("({ab} & {bb})"),
+    "logical_or": _any("({ab} | {bb})"),
+    "where": _any("{Tk}({b} if {ab} else {c})"),
+}
+
+
 def _ctor(dtype: str) -> str:
     return "np.bool_" if dtype == "bool" else f"np.{dtype}"
 
@@ -189,6 +293,32 @@ def _literal(value: bool | int | float, dtype: str) -> str:
     if dtype.startswith("int"):
         return f"np.{dtype}({int(value)})"
     return f"np.{dtype}(float.fromhex({float(value).hex()!r}))"  # exact, and nan/inf safe
+
+
+def _as_bool(name: str, dtype: str) -> str:
+    return name if dtype == "bool" else f"({name} != 0)"
+
+
+def _column(dtype: str) -> str | None:
+    """The NumbaForms field for operands of ``dtype``."""
+    if dtype == "bool":
+        return "bools"
+    if dtype.startswith(("int", "float")):
+        return "ints" if dtype.startswith("int") else "floats"
+    return None
+
+
+class _HelperNames:
+    """``{helper[kind]}`` in a form: the helper's name, emitted on first use."""
+
+    def __init__(self, emitter: _Emitter, dtype: str) -> None:
+        self.emitter = emitter
+        self.dtype = dtype
+
+    def __getitem__(self, kind: str) -> str:
+        if kind in _LIBM and self.dtype != "float32":
+            return _LIBM[kind]
+        return self.emitter.helper(kind, self.dtype)
 
 
 class _Emitter:
@@ -215,127 +345,22 @@ class _Emitter:
     def expr(self, op: str, args: Sequence[str], arg_ids: Sequence[int], dtype: str) -> str:
         in_dtypes = [self.program.dtype_of(a) for a in arg_ids]
         src = in_dtypes[0] if in_dtypes else dtype
-        T = _ctor(dtype)
-        a = args[0]
-        b = args[1] if len(args) > 1 else ""
-        is_float = src.startswith("float")
-        is_int = src.startswith("int")
-        is_bool = src == "bool"
-
-        def need(cond: bool) -> None:
-            if not cond:
-                raise NotImplementedError(f"numba codegen: {op} on {','.join(in_dtypes)} -> {dtype}")
-
-        if op == "astype":
-            if dtype == "bool":
-                return a if is_bool else f"({a} != 0)"
-            return f"{T}({a})"
-        if op == "where":
-            cond = a if in_dtypes[0] == "bool" else f"({a} != 0)"
-            return f"{T}({b} if {cond} else {args[2]})" if dtype != "bool" else \
-                f"({b} if {cond} else {args[2]})"
-        if op in _COMPARE:
-            return f"({a} {_COMPARE[op]} {b})"
-        if op in ("logical_and", "logical_or", "logical_not"):
-            x, y = (v if d == "bool" else f"({v} != 0)"
-                    for v, d in zip([*args, ""][:2], [*in_dtypes, "bool"][:2]))
-            return {"logical_and": f"({x} & {y})", "logical_or": f"({x} | {y})",
-                    "logical_not": f"(not {x})"}[op]
-        if op in _PREDICATE_FORMS:
-            return _PREDICATE_FORMS[op][0 if is_float else 1].format(a=a)
-        if is_bool:
-            need(op in _BOOL_FORMS)
-            return _BOOL_FORMS[op].format(a=a, b=b)
-        need(is_float or is_int)
-        if op in _ROUNDING:
-            return _ROUNDING[op].format(a=a) if is_float else a
-        if is_float and op in (*_ARITH, "negative") and all(d == dtype for d in in_dtypes):
-            # Numba keeps a float's type through + - * / and negation: no cast to type
-            return f"({self._numeric(op, args, arg_ids, src, is_float)})"
-        return f"{T}({self._numeric(op, args, arg_ids, src, is_float)})"
-
-    def _numeric(self, op: str, args: Sequence[str], arg_ids: Sequence[int], dtype: str,
-                 is_float: bool) -> str:
-        a = args[0]
-        b = args[1] if len(args) > 1 else ""
-        if op in ("floor_divide", "remainder"):
-            return f"{self.helper(op + ('_f' if is_float else '_i'), dtype)}({a}, {b})"
-        if op == "pow":
-            if self.const_value(arg_ids[1]) == 2:
-                return f"{a} * {a}"  # what NumPy's power does for a scalar 2, and exact
-            return f"pow_({a}, {b})" if is_float else f"{self.helper('pow_i', dtype)}({a}, {b})"
-        form = _NUMERIC_FORMS.get(op) or (_FLOAT_FORMS if is_float else _INT_FORMS).get(op)
+        form = self._form(op, arg_ids, src)
         if form is None:
-            raise NotImplementedError(f"numba codegen: {op} on {dtype}")
-        exp = ""
-        if "{exp}" in form:  # float32 exp: the vectorisable polynomial helper
-            exp = self.helper("exp", dtype) if dtype == "float32" else "math.exp"
-        # NumPy: NaN in either operand of maximum/minimum wins; on ties the second (vmaxps)
-        nan = f" | ({a} != {a})" if is_float else ""
-        return form.format(a=a, b=b, T=_ctor(dtype), exp=exp, nan=nan)
+            raise NotImplementedError(f"numba codegen: {op} on {','.join(in_dtypes)} -> {dtype}")
+        a, b, c = [*args, "", "", ""][:3]
+        T = _ctor(dtype)
+        ab = _as_bool(a, src)
+        return form.format(
+            a=a, b=b, c=c, ab=ab, bb=_as_bool(b, in_dtypes[1]) if len(args) > 1 else "",
+            T=T, S=_ctor(src), Tk="" if all(d == dtype for d in in_dtypes) else T,
+            cast=ab if dtype == "bool" else f"{T}({a})", helper=_HelperNames(self, src))
 
-
-# Forms over value names {a} {b}, the dtype's constructor {T}, a NaN test of {a} ({nan},
-# empty for integers) and the exp function {exp}.
-_NUMERIC_FORMS = {  # float and integer operands
-    "add": "{a} + {b}",
-    "subtract": "{a} - {b}",
-    "multiply": "{a} * {b}",
-    "negative": "-{a}",
-    "abs": "abs({a})",
-    "maximum": "{a} if ({a} > {b}){nan} else {b}",
-    "minimum": "{a} if ({a} < {b}){nan} else {b}",
-    "relu": "{a} if ({a} > {T}(0)){nan} else {T}(0)",
-    "square": "{a} * {a}",
-    # NumPy: sign(+-0) is +0, sign(NaN) is NaN
-    "sign": "{T}(1) if {a} > 0 else ({T}(-1) if {a} < 0 else ({T}(0) if {a} == 0 else {a}))",
-}
-_FLOAT_FORMS = {
-    "divide": "{a} / {b}",
-    "hypot": "math.hypot({a}, {b})",
-    "exp": "{exp}({a})",
-    "sigmoid": "{T}(1) / ({T}(1) + {exp}(-{a}))",
-    **{op: f"math.{op}({{a}})" for op in (
-        "log", "sqrt", "sin", "cos", "tanh", "expm1", "log1p", "log2", "log10", "sinh", "cosh",
-        "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh")},
-    "atan2": "math.atan2({a}, {b})",
-    "copysign": "math.copysign({a}, {b})",
-    "reciprocal": "{T}(1) / {a}",
-    # npy_logaddexp: equal operands (also both infinite) give x + log(2)
-    "logaddexp": "({a} + {T}(0.6931471805599453) if {a} == {b} else "
-                 "({a} + math.log1p(math.exp({b} - {a})) if {a} - {b} > 0 else "
-                 "({b} + math.log1p(math.exp({a} - {b})) if {a} - {b} <= 0 else {a} - {b})))",
-}
-_INT_FORMS = {
-    "bitwise_and": "{a} & {b}",
-    "bitwise_or": "{a} | {b}",
-    "bitwise_xor": "{a} ^ {b}",
-    "bitwise_invert": "~{a}",
-}
-# predicates on floats; on integers and bool their value is constant
-_PREDICATE_FORMS = {
-    "isnan": ("math.isnan({a})", "False"),
-    "isinf": ("math.isinf({a})", "False"),
-    "isfinite": ("math.isfinite({a})", "True"),
-}
-_BOOL_FORMS = {  # NumPy's bool arithmetic: add/maximum are or, multiply/minimum are and
-    "add": "({a} | {b})",
-    "maximum": "({a} | {b})",
-    "bitwise_or": "({a} | {b})",
-    "multiply": "({a} & {b})",
-    "minimum": "({a} & {b})",
-    "bitwise_and": "({a} & {b})",
-    "bitwise_xor": "({a} ^ {b})",
-    "bitwise_invert": "(not {a})",
-    **{op: "{a}" for op in ("abs", "floor", "ceil", "round", "trunc")},
-}
-_ROUNDING = {"floor": "floor_({a})", "ceil": "ceil_({a})", "round": "rint_({a})",
-             "trunc": "trunc_({a})"}
-
-
-_COMPARE = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
-            "greater_equal": ">="}
-_ARITH = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
+    def _form(self, op: str, arg_ids: Sequence[int], src: str) -> str | None:
+        if op == "pow" and self.const_value(arg_ids[1]) == 2:
+            op = "square"  # what NumPy's power does for a scalar 2, and exact
+        forms, column = NUMBA_FORMS.get(op), _column(src)
+        return getattr(forms, column) if forms is not None and column is not None else None
 
 
 _CODEGEN_HASH = codegen_hash(__file__)
@@ -344,68 +369,109 @@ _CODEGEN_HASH = codegen_hash(__file__)
 def render(program: Program, variant: Variant) -> str:
     """The Python source of one kernel variant (a module defining ``kernel``)."""
     kind, classes = variant
-    n_in = program.n_inputs
-    if len(classes) != n_in or kind not in ("flat", "nd"):
-        raise ValueError(f"bad variant {variant!r} for {n_in} inputs")
-    emitter = _Emitter(program)
-    n_const = len(program.consts)
+    if len(classes) != program.n_inputs or kind not in ("flat", "nd"):
+        raise ValueError(f"bad variant {variant!r} for {program.n_inputs} inputs")
+    return _KernelSource(program, variant).text()
 
-    # only what the outputs read
-    live: set[int] = set(program.outputs)
-    for k in range(len(program.instrs) - 1, -1, -1):
-        if n_in + n_const + k in live:
-            live.update(program.instrs[k].args)
 
-    # loop level of each value: 0 per kernel, 1 per nd task, 2 per element
-    level: dict[int, int] = {}
-    names: dict[int, str] = {}
-    for m, cls in enumerate(classes):
-        level[m] = {"s": 0, "o": 1}.get(cls, 2)
-        names[m] = f"v{m}"
-    for j in range(n_const):
-        level[n_in + j] = 0
-        names[n_in + j] = f"C{j}"
-    stages: list[list[str]] = [[], [], []]
-    for k, instr in enumerate(program.instrs):
-        value = n_in + n_const + k
-        if value not in live:
-            continue
-        names[value] = f"v{value}"
-        level[value] = max((level[a] for a in instr.args), default=0)
-        code = emitter.expr(instr.op, [names[a] for a in instr.args], instr.args, instr.dtype)
-        stages[level[value]].append(f"v{value} = {code}")
+class _KernelSource:
+    """One kernel variant's module, written phase by phase: the values each loop level
+    computes, the module header, then the flat or nd loop nest."""
 
-    outs = [f"out{k}" for k in range(len(program.outputs))]
-    ins = [f"in{m}" for m in range(n_in)]
-    lines = module_header("numba_cpu", _CODEGEN_HASH,
-                          [f"program: {program.signature}", f"variant: {variant!r}"])
-    lines += [f"C{j} = {_literal(v, d)}" for j, (v, d) in enumerate(program.consts)]
-    lines += [src.rstrip() + "\n" for src in emitter.helpers.values()]
-    parallel = "parallel=True, " if not serial(program) else ""
-    lines.append(f'\n@njit({parallel}cache=True, nogil=True, error_model="numpy")')
-    if kind == "flat":
-        lines.append(f"def kernel({', '.join(outs + ins)}):")
-        body = [f"    v{m} = in{m}[0]" for m, c in enumerate(classes) if c == "s"]
-        body += [f"    {s}" for s in stages[0] + stages[1]]
-        body.append(f"    for i in prange({outs[0]}.shape[0]):")
-        body += [f"        v{m} = in{m}[i]" for m, c in enumerate(classes) if c == "f"]
-        body += [f"        {s}" for s in stages[2]]
-        body += [f"        {o}[i] = {names[v]}" for o, v in zip(outs, program.outputs)]
-    else:
-        lines[-1:-1] = ["U0 = np.uint64(0)", "U1 = np.uint64(1)", f"CHUNK = np.uint64({_CHUNK})"]
-        lines.append(f"def kernel({', '.join([*outs, 'shape', 'strides', *ins])}):")
-        # Index arithmetic is uint64 (shape and strides arrive as uint64): Numba then
-        # skips its negative-index wraparound, which would block vectorisation.
-        # Each task covers CHUNK consecutive output elements, row segment by row
-        # segment, so short rows cost no per-row division.
+    def __init__(self, program: Program, variant: Variant) -> None:
+        self.program = program
+        self.kind, self.classes = variant
+        self.emitter = _Emitter(program)
+        self.names: dict[int, str] = {}
+        self.stages = self._stages()  # before the header: it emits the helpers they call
+        self.outs = [f"out{k}" for k in range(len(program.outputs))]
+        self.ins = [f"in{m}" for m in range(program.n_inputs)]
+
+    def text(self) -> str:
+        body = self._flat() if self.kind == "flat" else self._nd()
+        return "\n".join(self._header() + body) + "\n"
+
+    def _live(self) -> set[int]:
+        """The values the outputs read."""
+        program = self.program
+        first = program.n_inputs + len(program.consts)
+        live: set[int] = set(program.outputs)
+        for k in range(len(program.instrs) - 1, -1, -1):
+            if first + k in live:
+                live.update(program.instrs[k].args)
+        return live
+
+    def _stages(self) -> list[list[str]]:
+        """Assignments by loop level: 0 per kernel, 1 per nd task (row segment), 2 per element."""
+        program, n_in = self.program, self.program.n_inputs
+        level: dict[int, int] = {}
+        for m, cls in enumerate(self.classes):
+            level[m] = {"s": 0, "o": 1}.get(cls, 2)
+            self.names[m] = f"v{m}"
+        for j in range(len(program.consts)):
+            level[n_in + j] = 0
+            self.names[n_in + j] = f"C{j}"
+        live = self._live()
+        stages: list[list[str]] = [[], [], []]
+        for value, instr in enumerate(program.instrs, start=n_in + len(program.consts)):
+            if value not in live:
+                continue
+            self.names[value] = f"v{value}"
+            level[value] = max((level[a] for a in instr.args), default=0)
+            code = self.emitter.expr(instr.op, [self.names[a] for a in instr.args], instr.args,
+                                     instr.dtype)
+            stages[level[value]].append(f"v{value} = {code}")
+        return stages
+
+    def _header(self) -> list[str]:
+        program = self.program
+        lines = module_header("numba_cpu", _CODEGEN_HASH,
+                              [f"program: {program.signature}",
+                               f"variant: {(self.kind, self.classes)!r}"])
+        lines += [f"C{j} = {_literal(v, d)}" for j, (v, d) in enumerate(program.consts)]
+        lines += [src.rstrip() + "\n" for src in self.emitter.helpers.values()]
+        if self.kind == "nd":
+            lines += ["U0 = np.uint64(0)", "U1 = np.uint64(1)", f"CHUNK = np.uint64({_CHUNK})"]
+        parallel = "parallel=True, " if not serial(program) else ""
+        lines.append(f'\n@njit({parallel}cache=True, nogil=True, error_model="numpy")')
+        return lines
+
+    def _reads(self, cls: str, indent: str, index: str) -> list[str]:
+        return [f"{indent}v{m} = in{m}[{index.format(m=m)}]"
+                for m, c in enumerate(self.classes) if c == cls]
+
+    def _stores(self, indent: str, index: str) -> list[str]:
+        return [f"{indent}{o}[{index}] = {self.names[v]}"
+                for o, v in zip(self.outs, self.program.outputs)]
+
+    def _flat(self) -> list[str]:
+        body = [f"def kernel({', '.join(self.outs + self.ins)}):"]
+        body += self._reads("s", "    ", "0")
+        body += [f"    {s}" for s in self.stages[0] + self.stages[1]]
+        body.append(f"    for i in prange({self.outs[0]}.shape[0]):")
+        body += self._reads("f", "        ", "i")
+        body += [f"        {s}" for s in self.stages[2]]
+        return body + self._stores("        ", "i")
+
+    # Index arithmetic is uint64 (shape and strides arrive as uint64): Numba then skips its
+    # negative-index wraparound, which would block vectorisation. Each task covers CHUNK
+    # consecutive output elements, row segment by row segment, so short rows cost no
+    # per-row division.
+    def _nd(self) -> list[str]:
         body = [
+            f"def kernel({', '.join([*self.outs, 'shape', 'strides', *self.ins])}):",
             "    nd = shape.shape[0]",
             "    inner = shape[nd - 1]",
-            f"    total = np.uint64({outs[0]}.shape[0])",
+            f"    total = np.uint64({self.outs[0]}.shape[0])",
             "    ntask = np.int64((total + CHUNK - U1) // CHUNK)",
         ]
-        body += [f"    {s}" for s in stages[0]]
-        body += [
+        body += [f"    {s}" for s in self.stages[0]]
+        return body + self._nd_task_start() + self._nd_segments()
+
+    def _nd_task_start(self) -> list[str]:
+        """A task's first element: its row, column and each input's offset there."""
+        n_in = self.program.n_inputs
+        body = [
             "    for t in prange(ntask):",
             "        pos = np.uint64(t) * CHUNK",
             "        stop = min(pos + CHUNK, total)",
@@ -421,17 +487,21 @@ def render(program: Program, variant: Variant) -> str:
             "            idx[d] = rem - q * shape[d]",
             "            rem = q",
         ]
-        body += [f"            b{m} += idx[d] * strides[{m}, d]" for m in range(n_in)]
-        body += [
+        return body + [f"            b{m} += idx[d] * strides[{m}, d]" for m in range(n_in)]
+
+    def _nd_segments(self) -> list[str]:
+        """The task's row segments, then the step to the next row."""
+        n_in = self.program.n_inputs
+        body = [
             "        while pos < stop:",
             "            m = min(inner - j, stop - pos)",
         ]
-        body += [f"            v{m} = in{m}[b{m}]" for m, c in enumerate(classes) if c == "o"]
-        body += [f"            {s}" for s in stages[1]]
+        body += self._reads("o", "            ", "b{m}")
+        body += [f"            {s}" for s in self.stages[1]]
         body.append("            for jj in range(m):")
-        body += [f"                v{m} = in{m}[b{m} + j + jj]" for m, c in enumerate(classes) if c == "i"]
-        body += [f"                {s}" for s in stages[2]]
-        body += [f"                {o}[pos + jj] = {names[v]}" for o, v in zip(outs, program.outputs)]
+        body += self._reads("i", "                ", "b{m} + j + jj")
+        body += [f"                {s}" for s in self.stages[2]]
+        body += self._stores("                ", "pos + jj")
         body += [
             "            pos += m",
             "            j = U0",
@@ -445,11 +515,7 @@ def render(program: Program, variant: Variant) -> str:
             "                    break",
         ]
         body += [f"                b{m} -= strides[{m}, d] * shape[d]" for m in range(n_in)]
-        body += [
-            "                idx[d] = U0",
-            "                d -= 1",
-        ]
-    return "\n".join(lines + body) + "\n"
+        return [*body, "                idx[d] = U0", "                d -= 1"]
 
 
 def serial(program: Program) -> bool:

@@ -6,13 +6,15 @@ code a GPU runs is the code the CPU tests exercise on every machine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from types import ModuleType
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType, ModuleType
 from typing import Any
 
 import numpy as np
 
 from hermes_nb.ir.node import OpSpec
+from hermes_nb.ir.ops import ELEMENTWISE, OPS
 
 # scipy.ndimage / cupyx.scipy.ndimage mode for each OpenCV border name.
 NDIMAGE_MODES = {
@@ -23,83 +25,10 @@ NDIMAGE_MODES = {
 }
 
 
-def _unary(xp: ModuleType) -> dict[str, Callable[[Any], Any]]:
-    def sigmoid(x: Any) -> Any:
-        return 1 / (1 + xp.exp(-x))
-
-    def relu(x: Any) -> Any:
-        return xp.maximum(x, x.dtype.type(0))
-
-    def keep_int(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        # floor/ceil/round of an integer is the integer itself (array API)
-        return lambda x: fn(x) if x.dtype.kind == "f" else x.copy()
-
-    return {
-        "negative": xp.negative,
-        "abs": xp.abs,
-        "exp": xp.exp,
-        "log": xp.log,
-        "sqrt": xp.sqrt,
-        "sin": xp.sin,
-        "cos": xp.cos,
-        "tanh": xp.tanh,
-        "sigmoid": sigmoid,
-        "relu": relu,
-        "floor": keep_int(xp.floor),
-        "ceil": keep_int(xp.ceil),
-        "round": keep_int(xp.round),
-        "logical_not": xp.logical_not,
-        "expm1": xp.expm1,
-        "log1p": xp.log1p,
-        "log2": xp.log2,
-        "log10": xp.log10,
-        "sinh": xp.sinh,
-        "cosh": xp.cosh,
-        "tan": xp.tan,
-        "asin": xp.arcsin,
-        "acos": xp.arccos,
-        "atan": xp.arctan,
-        "asinh": xp.arcsinh,
-        "acosh": xp.arccosh,
-        "atanh": xp.arctanh,
-        "reciprocal": xp.reciprocal,
-        "square": xp.square,
-        "sign": xp.sign,
-        "trunc": keep_int(xp.trunc),
-        "isnan": xp.isnan,
-        "isinf": xp.isinf,
-        "isfinite": xp.isfinite,
-        "bitwise_invert": xp.invert,
-    }
-
-
-def _binary(xp: ModuleType) -> dict[str, Callable[[Any, Any], Any]]:
-    return {
-        "add": xp.add,
-        "subtract": xp.subtract,
-        "multiply": xp.multiply,
-        "divide": xp.true_divide,
-        "floor_divide": xp.floor_divide,
-        "remainder": xp.remainder,
-        "pow": xp.power,
-        "maximum": xp.maximum,
-        "minimum": xp.minimum,
-        "hypot": xp.hypot,
-        "atan2": xp.arctan2,
-        "logaddexp": xp.logaddexp,
-        "copysign": xp.copysign,
-        "bitwise_and": xp.bitwise_and,
-        "bitwise_or": xp.bitwise_or,
-        "bitwise_xor": xp.bitwise_xor,
-        "equal": xp.equal,
-        "not_equal": xp.not_equal,
-        "less": xp.less,
-        "less_equal": xp.less_equal,
-        "greater": xp.greater,
-        "greater_equal": xp.greater_equal,
-        "logical_and": xp.logical_and,
-        "logical_or": xp.logical_or,
-    }
+@functools.cache  # one table per array module, shared by every ArrayOps of it
+def elementwise_functions(xp: ModuleType) -> Mapping[str, Callable[..., Any]]:
+    """Every elementwise op as a function of ``xp`` arrays, from the op table's NumPy forms."""
+    return MappingProxyType({name: OPS[name].array_function(xp) for name in ELEMENTWISE})
 
 
 class ArrayOps:
@@ -109,8 +38,7 @@ class ArrayOps:
         self.xp = xp
         # a module name is imported on first use: scipy.ndimage alone costs ~0.15 s
         self._ndimage = ndimage
-        self.unary = _unary(xp)
-        self.binary = _binary(xp)
+        self.elementwise = elementwise_functions(xp)
 
     @property
     def ndimage(self) -> ModuleType:
@@ -124,44 +52,24 @@ class ArrayOps:
         xp = self.xp
         op = spec.op
         with np.errstate(all="ignore"):  # NaN/Inf/overflow follow IEEE/NumPy, silently
-            if op in self.unary:
-                out = self.unary[op](inputs[0])
-            elif op in self.binary:
-                out = self.binary[op](inputs[0], inputs[1])
+            if op in self.elementwise:
+                out = self.elementwise[op](*inputs)
             else:
                 out = getattr(self, f"_{op}")(spec, *inputs)
-        out = xp.asarray(out)
-        if out.dtype != spec.dtype:
-            out = out.astype(spec.dtype)
+            out = xp.asarray(out)
+            if out.dtype != spec.dtype:  # astype: this conversion is the op
+                out = out.astype(spec.dtype)
         if out.shape != spec.shape:
             out = xp.broadcast_to(out, spec.shape)
         # not ascontiguousarray: it turns 0-d arrays into 1-d ones
         return out if out.flags.c_contiguous else out.copy(order="C")
-
-    # elementwise ops that need the spec
-    def _astype(self, spec: OpSpec, x: Any) -> Any:
-        return x.astype(spec.dtype)
-
-    def _to_device(self, spec: OpSpec, x: Any) -> Any:
-        return x
-
-    def _where(self, spec: OpSpec, cond: Any, a: Any, b: Any) -> Any:
-        return self.xp.where(cond, a, b)
 
     def _fused_elementwise(self, spec: OpSpec, *inputs: Any) -> Any:
         program = spec.attrs["program"]
         values: list[Any] = list(inputs)
         values += [self.xp.asarray(v, dtype=d) for v, d in program.consts]
         for instr in program.instrs:
-            args = [values[a] for a in instr.args]
-            if instr.op in self.unary:
-                out = self.unary[instr.op](args[0])
-            elif instr.op in self.binary:
-                out = self.binary[instr.op](*args)
-            elif instr.op == "where":
-                out = self.xp.where(*args)
-            else:  # astype
-                out = args[0]
+            out = self.elementwise[instr.op](*(values[a] for a in instr.args))
             values.append(self.xp.asarray(out).astype(instr.dtype, copy=False))
         return values[program.outputs[0]]
 

@@ -1,9 +1,11 @@
 """Every elementwise op of the IR's op table has a form in every renderer table (OpenCL C,
-CUDA C++, Numba), a function in the array backend and a NumPy reference."""
+CUDA C++, Numba), a function in the array backend and a NumPy reference, and no table has
+an entry for an op the op table does not declare."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -14,16 +16,28 @@ import hermes_nb as hm
 from hermes_nb.codegen import c_source, numba_cpu
 from hermes_nb.compiler.program import Instr, Program
 from hermes_nb.ir.array_ops import ArrayOps
+from hermes_nb.ir.ops import ELEMENTWISE as ALL_ELEMENTWISE
 from hermes_nb.ir.ops import OPS, Kind
 
 # ``to_device`` only moves data between devices: the fusion passes never put it in a program
-ELEMENTWISE = sorted(op for op, (kind, _, _) in OPS.items()
-                     if kind is Kind.ELEMENTWISE and op != "to_device")
+ELEMENTWISE = sorted(ALL_ELEMENTWISE - {"to_device"})
 DTYPES = ("bool", "int32", "int64", "float32", "float64")
 REFERENCES = {
     **reference_ops.UNARY_MATH, **reference_ops.PREDICATES, **reference_ops.BITWISE_UNARY,
     **reference_ops.ARITHMETIC, **reference_ops.COMPARISONS, **reference_ops.LOGICAL,
     **reference_ops.BITWISE, **reference_ops.OTHER,
+}
+# table name -> (its entries by op, the ops it must cover)
+TABLES: dict[str, tuple[Collection[str], Collection[str]]] = {
+    "c_source.C_FORMS": (c_source.C_FORMS, ELEMENTWISE),
+    "numba_cpu.NUMBA_FORMS": (numba_cpu.NUMBA_FORMS, ELEMENTWISE),
+    "ArrayOps.elementwise": (ArrayOps(np, "scipy.ndimage").elementwise, ALL_ELEMENTWISE),
+    "tests/reference_ops.py": (REFERENCES, ALL_ELEMENTWISE),
+    # partial tables: only ops that need them
+    "c_source.VECTOR_FLOAT_FORMS": (c_source.VECTOR_FLOAT_FORMS, ()),
+    "c_source.VECTOR_MASK_FORMS": (c_source.VECTOR_MASK_FORMS, ()),
+    "c_source.FLOAT_HELPERS": (c_source.FLOAT_HELPERS, ()),
+    "c_source.INT_HELPERS": (c_source.INT_HELPERS, ()),
 }
 # builders for ops whose public function is not ``hm.<op>(inputs...)``
 BUILDERS: dict[str, Callable[..., Any]] = {
@@ -32,9 +46,42 @@ BUILDERS: dict[str, Callable[..., Any]] = {
 }
 
 
+@pytest.mark.parametrize("table", sorted(TABLES))
+def test_every_table_has_every_op(table):
+    entries, required = TABLES[table]
+    missing = sorted(set(required) - set(entries))
+    assert not missing, f"{table} has no form of {missing}"
+
+
+@pytest.mark.parametrize("table", sorted(TABLES))
+def test_no_table_has_an_undeclared_op(table):
+    entries, _ = TABLES[table]
+    unknown = sorted(op for op in entries if op not in OPS)
+    assert not unknown, f"{table} has forms of {unknown}, which hermes_nb/ir/ops.py does not declare"
+    wrong_kind = sorted(op for op in entries if OPS[op].kind is not Kind.ELEMENTWISE)
+    assert not wrong_kind, f"{table} has forms of the non-elementwise ops {wrong_kind}"
+
+
+@pytest.mark.parametrize("rows", [c_source.C_FORMS, numba_cpu.NUMBA_FORMS], ids=["c", "numba"])
+def test_renderer_rows_have_a_form(rows):
+    empty = sorted(op for op, row in rows.items() if not any(dataclasses.astuple(row)))
+    assert not empty, f"rows without any form: {empty}"
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_only_elementwise_ops_have_a_dtype_rule_and_an_array_form(op):
+    definition = OPS[op]
+    assert definition.name == op
+    elementwise = definition.kind is Kind.ELEMENTWISE
+    assert (definition.dtype is not None) == elementwise
+    assert (definition.numpy is not None) == elementwise
+    if elementwise:
+        assert callable(definition.array_function(np))
+
+
 def _node(op: str, dtype: str) -> Any:
     """The node the tensor layer builds for ``op`` on ``dtype`` inputs, None if it refuses."""
-    arity = OPS[op][1]
+    arity = OPS[op].arity
     build = BUILDERS.get(op, getattr(hm, op))
     with hm.device("cpu:0"):
         args = [hm.ones((2,), dtype=dtype) for _ in range(arity if op != "where" else 1)]
@@ -66,8 +113,7 @@ def test_every_op_has_a_numpy_reference(op):
 @pytest.mark.parametrize("op", ELEMENTWISE)
 def test_array_backend_runs_every_op(op):
     ops = ArrayOps(np, "scipy.ndimage")
-    assert op in ops.unary or op in ops.binary or hasattr(ops, f"_{op}"), \
-        f"{op} has no form in devices/array_backend.py"
+    assert callable(ops.elementwise.get(op)), f"{op} has no form in ir/array_ops.py"
 
 
 @pytest.mark.parametrize("renderer", [c_source.OPENCL, c_source.CUDA], ids=["opencl", "cuda"])
@@ -85,7 +131,7 @@ def test_numba_renderer_has_every_op(node):
 
 @pytest.mark.parametrize("op", sorted(c_source.VECTOR_FLOAT_FORMS))
 def test_vector_forms_are_ops(op):
-    assert OPS[op][0] is Kind.ELEMENTWISE
+    assert OPS[op].kind is Kind.ELEMENTWISE
 
 
 def test_vector_form_renders_predicates_as_masks():
