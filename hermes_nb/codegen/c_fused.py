@@ -29,7 +29,7 @@ import functools
 from hermes_nb.codegen.c_combine import c_combine
 from hermes_nb.codegen.c_source import CUDA, OPENCL, CStyleRenderer
 from hermes_nb.codegen.opencl_templates import FP64_PRAGMA
-from hermes_nb.compiler.program import Program
+from hermes_nb.ir.program import Program
 from hermes_nb.ir.reduce import reduce_def
 
 __all__ = [

@@ -7,7 +7,7 @@ import functools
 from typing import Any
 
 from hermes_nb.codegen.c_source import CUDA, OPENCL, VECTOR_WIDTH, vectorizable
-from hermes_nb.compiler.program import Program
+from hermes_nb.ir.program import Program
 
 __all__ = [
     "CUDA_OPTIONS",

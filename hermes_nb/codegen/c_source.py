@@ -1,6 +1,6 @@
 """C-family code generation for fused elementwise programs: OpenCL C and CUDA C++.
 
-A :class:`~hermes_nb.compiler.program.Program` becomes one inline function
+A :class:`~hermes_nb.ir.program.Program` becomes one inline function
 ``hfused(x0, x1, ...)`` returning the output value, plus the helpers it needs;
 ``c_kernels`` wraps it in whole kernels (OpenCL: ``kernels/opencl/fused_elementwise.cl``;
 CUDA: a ``cupy.ElementwiseKernel`` whose body is ``y = hfused(x0, ...)``). The dialects share
@@ -30,8 +30,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from hermes_nb.compiler.program import Instr, Program
 from hermes_nb.ir.ops import COMPARISONS, FLOAT_RESULTS, PREDICATES
+from hermes_nb.ir.program import Instr, Program
 
 __all__ = [
     "CUDA",

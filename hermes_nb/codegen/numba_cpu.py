@@ -64,7 +64,7 @@ from hermes_nb.codegen.numba_support import (
     module_header,
     numba_array,
 )
-from hermes_nb.compiler.program import Program
+from hermes_nb.ir.program import Program
 
 __all__ = ["NUMBA_FORMS", "compile_elementwise", "launch", "plan", "render", "run_elementwise",
            "serial", "supports"]

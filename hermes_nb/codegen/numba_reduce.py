@@ -49,7 +49,7 @@ from numba.core import types
 from hermes_nb.codegen.layout import layout
 from hermes_nb.codegen.numba_cpu import _CODEGEN_HASH, _ctor, _Emitter, _literal
 from hermes_nb.codegen.numba_support import KernelCache, build_kernel, module_header, numba_array
-from hermes_nb.compiler.program import Program
+from hermes_nb.ir.program import Program
 from hermes_nb.ir.reduce import reduce_def
 
 __all__ = ["NUMBA_COMBINE", "layout", "numba_combine", "render", "run_reduce", "supports"]

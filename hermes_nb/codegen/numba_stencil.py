@@ -51,8 +51,8 @@ from numba.core import types
 from hermes_nb.codegen import numba_cpu
 from hermes_nb.codegen.numba_cpu import _ctor, _Emitter, _literal
 from hermes_nb.codegen.numba_support import KernelCache, build_kernel, codegen_hash, module_header
-from hermes_nb.compiler.program import Program
-from hermes_nb.compiler.stencil_program import ConvStage, PointStage, StencilProgram
+from hermes_nb.ir.program import Program
+from hermes_nb.ir.stencil import ConvStage, PointStage, StencilProgram
 
 __all__ = ["border_maps", "compile_stencil", "layout_of", "render", "supports"]
 

@@ -1,6 +1,6 @@
 """C-family code generation for fused stencil pipelines (``fused_stencil``): OpenCL C and CUDA C++.
 
-One kernel runs a whole :class:`~hermes_nb.compiler.stencil_program.StencilProgram`: each
+One kernel runs a whole :class:`~hermes_nb.ir.stencil.StencilProgram`: each
 work-group owns a ``TH x TW`` tile of the output of one image of the batch and
 
 1. loads the input tile plus its apron (``stencil.halo()`` on each side) into local/shared
@@ -53,7 +53,7 @@ from hermes_nb.codegen.stencil_layout import (
     smaller,
     vector_dtype,
 )
-from hermes_nb.compiler.stencil_program import ConvStage, PointStage, StencilProgram
+from hermes_nb.ir.stencil import ConvStage, PointStage, StencilProgram
 
 __all__ = [
     "CPU_TILE",

@@ -6,7 +6,7 @@ spellings (a table of class attributes), the kernel's signature and pragmas, vec
 from __future__ import annotations
 
 from hermes_nb.codegen.c_source import CUDA, OPENCL, CStyleRenderer, OpenCLRenderer
-from hermes_nb.compiler.program import Program
+from hermes_nb.ir.program import Program
 
 
 class Dialect:

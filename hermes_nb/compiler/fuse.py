@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hermes_nb.compiler.program import Instr, Program
 from hermes_nb.compiler.rewrite import replace_groups, users
 from hermes_nb.compiler.target import ANY_DEVICE, Target
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import FLOAT_FUNCTIONS, Kind, kind_of
+from hermes_nb.ir.program import Instr, Program
 
 
 def _elementwise(node: Node, target: Target) -> bool:

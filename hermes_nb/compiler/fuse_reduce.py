@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hermes_nb.compiler.fuse import _literal, _program
-from hermes_nb.compiler.program import Program
 from hermes_nb.compiler.rewrite import replace_groups, users
 from hermes_nb.compiler.target import ANY_DEVICE, Target
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import FLOAT_FUNCTIONS, Kind, kind_of
+from hermes_nb.ir.program import Program
 from hermes_nb.ir.reduce import REDUCES
 
 # arg reductions fold (value, index) pairs: only their own kernels run them

@@ -100,7 +100,7 @@ class ArrayOps:
 
     def _fused_stencil(self, spec: OpSpec, image: Any) -> Any:
         """Reference semantics: the stages one after another, each value materialised."""
-        from hermes_nb.compiler.stencil_program import ConvStage
+        from hermes_nb.ir.stencil import ConvStage
 
         stencil = spec.attrs["stencil"]
         values = [image]

@@ -21,8 +21,8 @@ from scipy import special
 import hermes_nb as hm
 from hermes_nb.codegen import c_kernels, c_source
 from hermes_nb.compiler import optimize
-from hermes_nb.compiler.program import Program
 from hermes_nb.ir.node import toposort
+from hermes_nb.ir.program import Program
 
 DTYPES = ("bool", "int32", "int64", "float32", "float64")
 

@@ -25,8 +25,8 @@ import scipy.ndimage
 import hermes_nb as hm
 from hermes_nb.codegen import numba_cpu
 from hermes_nb.compiler import fuse_elementwise
-from hermes_nb.compiler.program import Instr, Program
 from hermes_nb.ir.array_ops import ArrayOps
+from hermes_nb.ir.program import Instr, Program
 
 INTERP = ArrayOps(np, scipy.ndimage)
 DTYPES = ("bool", "int32", "int64", "float32", "float64")
@@ -298,7 +298,7 @@ def test_fresh_process_reuses_disk_cache(tmp_path: Path, monkeypatch: pytest.Mon
     script = textwrap.dedent(f"""
         import numpy as np
         from hermes_nb.codegen import numba_cpu
-        from hermes_nb.compiler.program import Instr, Program
+        from hermes_nb.ir.program import Instr, Program
         program = {program!r}
         x = np.linspace(-3, 3, 101)
         out = numba_cpu.run_elementwise(program, [x], x.shape, "float64")

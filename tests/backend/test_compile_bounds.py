@@ -19,8 +19,8 @@ import hermes_nb as hm
 from hermes_nb.codegen import numba_support
 from hermes_nb.compiler import fuse, fuse_stencil, optimize
 from hermes_nb.compiler.progress import building
-from hermes_nb.compiler.stencil_program import ConvStage
 from hermes_nb.ir.node import toposort
+from hermes_nb.ir.stencil import ConvStage
 
 STAGES = 10
 CHAIN = 1200  # ops: three elementwise kernels of at most 512

@@ -16,7 +16,7 @@ import hermes_nb as hm
 from hermes_nb.backends.cpu import device as cpu
 from hermes_nb.codegen import c_fused
 from hermes_nb.compiler import optimize
-from hermes_nb.compiler.program import Program
+from hermes_nb.ir.program import Program
 
 
 @pytest.fixture
@@ -269,7 +269,7 @@ def _programs() -> list[tuple[Program, Program | None, str, str]]:
 
 
 def c_fused_instr(op: str, args: tuple[int, ...], dtype: str) -> Any:
-    from hermes_nb.compiler.program import Instr
+    from hermes_nb.ir.program import Instr
 
     return Instr(op, args, dtype)
 

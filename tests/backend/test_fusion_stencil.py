@@ -12,9 +12,9 @@ from scipy import ndimage
 
 import hermes_nb as hm
 from hermes_nb.compiler import optimize
-from hermes_nb.compiler.program import Instr, Program
-from hermes_nb.compiler.stencil_program import ConvStage, PointStage, StencilProgram
 from hermes_nb.ir.node import OpSpec, toposort
+from hermes_nb.ir.program import Instr, Program
+from hermes_nb.ir.stencil import ConvStage, PointStage, StencilProgram
 
 BORDERS = ["reflect101", "reflect", "replicate", "constant"]
 SCIPY_MODE = {"reflect101": "mirror", "reflect": "reflect", "replicate": "nearest",

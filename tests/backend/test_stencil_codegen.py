@@ -25,10 +25,10 @@ from nvcc import compile_ptx, needs_nvcc
 import hermes_nb as hm
 from hermes_nb.codegen import stencil_c
 from hermes_nb.codegen.stencil_c import StencilConfig
-from hermes_nb.compiler.program import Instr, Program
-from hermes_nb.compiler.stencil_program import ConvStage, PointStage, StencilProgram
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
+from hermes_nb.ir.program import Instr, Program
+from hermes_nb.ir.stencil import ConvStage, PointStage, StencilProgram
 
 BORDERS = ("reflect101", "reflect", "replicate", "constant")
 SHAPES = [(1, 1), (2, 3), (4, 6), (37, 150), (70, 17), (2, 3, 19, 33)]

@@ -14,10 +14,10 @@ import reference_ops
 
 import hermes_nb as hm
 from hermes_nb.codegen import c_source, numba_cpu
-from hermes_nb.compiler.program import Instr, Program
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.ops import ELEMENTWISE as ALL_ELEMENTWISE
 from hermes_nb.ir.ops import OPS, Kind
+from hermes_nb.ir.program import Instr, Program
 
 # ``to_device`` only moves data between devices: the fusion passes never put it in a program
 ELEMENTWISE = sorted(ALL_ELEMENTWISE - {"to_device"})
