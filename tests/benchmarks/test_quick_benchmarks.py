@@ -21,14 +21,21 @@ def test_benchmarks_quick_mode(tmp_path):
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    results = json.loads(out.read_text())
+    figures = json.loads(out.read_text())
+    results = figures["results"]
     workloads = {r["workload"] for r in results}
     assert workloads == {"W1", "W2", "W3", "W4"}
     hermes = [r for r in results if r["candidate"].startswith("hermes ")]
-    assert {r["candidate"] for r in hermes} >= {"hermes cpu:0"}
+    assert {r["candidate"] for r in hermes} >= {"hermes cpu:0", "hermes auto"}
     for r in results:
         assert r["max_error"] <= 1e-3, r
-        assert r["median_s"] > 0 and r["ratio"] > 0
+        assert r["in_out_median_s"] > 0 and r["in_out_ratio"] > 0
+    for r in hermes:  # both columns: NumPy in→out, and resident on the device
+        assert r["resident_median_s"] > 0 and r["resident_ratio"] > 0
+    memory_bound = [r for r in results if r["workload"] in ("W2", "W4")]
+    assert all(r["memory_limit_in_out"] > 0 for r in memory_bound)
+    assert figures["machine"]["triad"]["gb_per_s"] > 0
+    assert figures["machine"]["cores"] >= 1 and figures["machine"]["numpy"]
     assert "WRONG RESULT" not in proc.stdout
 
 
