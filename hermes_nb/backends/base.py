@@ -17,6 +17,9 @@ from hermes_nb.ir.node import OpSpec
 
 T = TypeVar("T")
 
+#: between the sources of the kernels one spec runs in turn (``Device.kernel_source``)
+PASS_SEPARATOR = "\n// ---- next pass: the partial results of the pass above ----\n"
+
 _live: weakref.WeakSet[Device] = weakref.WeakSet()
 
 
@@ -73,8 +76,14 @@ class Device(ABC):
         Wait for queued work, so timings are the kernel's own.
     ``memory_in_use()``
         Bytes the device's memory pool holds (the load view).
+    ``kernel_source(spec)``
+        The generated source a fused ``spec`` runs here, or None where nothing generated
+        runs (library calls, NumPy). ``explain()`` shows exactly this, so it must come from
+        the same function the device builds from, with the same variant choices (size
+        thresholds, vector widths, tiles); a spec that runs several kernels gives their
+        sources in launch order, joined by ``PASS_SEPARATOR``.
     ``runs_generated_kernel(spec)``
-        Whether a fused ``spec`` runs as generated code (``explain()`` shows its source).
+        Whether a fused ``spec`` runs as generated code (else as library calls).
     ``info()``
         A dict describing the device (``hermes doctor``, the notebook views); extend
         the base dict rather than replace it.
@@ -206,9 +215,14 @@ class Device(ABC):
         ``ArrayOps(numpy, "scipy.ndimage").run(spec, inputs)`` gives on the host.
         """
 
+    def kernel_source(self, spec: OpSpec) -> str | None:
+        """The generated source ``spec`` runs here, byte for byte what the device builds
+        (what ``explain()`` shows); None (the default): it runs library calls, nothing
+        generated."""
+        return None
+
     def runs_generated_kernel(self, spec: OpSpec) -> bool:
-        """Whether a fused ``spec`` runs as generated code here (else as library calls, so
-        ``explain()`` shows no source for it)."""
+        """Whether a fused ``spec`` runs as generated code here (else as library calls)."""
         return True
 
     def synchronize(self) -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hermes_nb.ir.node import Node, toposort
+from hermes_nb.ir.node import Node, OpSpec, toposort
 from hermes_nb.ir.ops import Kind, kind_of
 from hermes_nb.runtime.placement import Placement, place
 from hermes_nb.runtime.plan import Kernel, Plan
 from hermes_nb.runtime.targets import compile_target
 
 if TYPE_CHECKING:
+    from hermes_nb.backends.base import Device
     from hermes_nb.scheduler import Decision
 
 
@@ -23,22 +24,17 @@ def _estimates(decision: Decision | None) -> dict[str, float | None]:
 
 
 def kernel_source(node: Node, device: str) -> str | None:
-    """The generated source of a fused kernel on ``device`` (None for library calls): from
-    the device itself where it chooses its variants at run time (OpenCL: vector width,
-    tiles, passes), so it is byte for byte the source that runs; else from its kind."""
-    from hermes_nb.ir.node import OpSpec
-
+    """The generated source of a fused kernel on ``device`` (None for library calls): the
+    live device's own ``kernel_source``, from the function its execution builds with, so it
+    is byte for byte the source that runs; for an id not in this process, its kind's."""
+    spec = OpSpec.of(node, device)
     live = _live_device(device)
     if live is not None:
-        spec = OpSpec.of(node, device)
-        if hasattr(live, "kernel_source"):
-            return live.kernel_source(spec)
-        if not live.runs_generated_kernel(spec):
-            return None  # library calls (NumPy, BLAS): nothing generated runs
-    return _kind_source(node, device)
+        return live.kernel_source(spec)
+    return _kind_source(spec)
 
 
-def _live_device(device: str) -> object | None:
+def _live_device(device: str) -> Device | None:
     from hermes_nb.backends import get_device
 
     try:
@@ -47,39 +43,27 @@ def _live_device(device: str) -> object | None:
         return None
 
 
-def _kind_source(node: Node, device: str) -> str | None:
-    if node.op in ("fused_reduce", "fused_matmul"):
-        from hermes_nb.codegen import fused_source
-
-        return fused_source.kernel_source(node, device)
-    if node.op == "fused_stencil" and device.split(":")[0] in ("opencl", "cuda"):
-        from hermes_nb.codegen import stencil_c
-
-        try:
-            return stencil_c.render_source(node.attrs["stencil"], device)
-        except stencil_c.UnsupportedStencil:  # the device runs the stages one by one
-            return None
-    if node.op == "fused_stencil" and device.split(":")[0] == "cpu":
-        try:
-            from hermes_nb.codegen import numba_stencil
-        except ImportError:
-            return None
-        stencil = node.attrs["stencil"]
-        return numba_stencil.render(stencil) if numba_stencil.supports(stencil) else None
-    if node.op != "fused_elementwise":
-        return None
-    program = node.attrs["program"]
-    kind = device.split(":")[0]
+def _kind_source(spec: OpSpec) -> str | None:
+    """Only for a device id not present in this process (a simulated or remote device):
+    what a device of its kind builds, from the renderers the live devices use (``cpu``
+    without its size threshold, ``opencl`` as a model CPU device); other kinds: None."""
+    kind = spec.device.split(":")[0]
     if kind == "cpu":
-        try:
-            from hermes_nb.codegen import numba_cpu
-        except ImportError:
-            return None
-        shapes = [tuple(i.shape) for i in node.inputs]
-        return numba_cpu.render(program, numba_cpu.plan(node.shape, shapes)[0])
-    from hermes_nb.codegen.c_kernels import render_source
+        from hermes_nb.backends.cpu import sources as cpu_sources
 
-    return render_source(program, kind)
+        try:
+            return cpu_sources.render(spec)
+        except NotImplementedError:  # an op Numba's generator lacks: NumPy runs it
+            return None
+    if kind == "opencl":
+        from hermes_nb.backends.opencl import sources as opencl_sources
+
+        return opencl_sources.kernel_source(opencl_sources.OFFLINE, spec)
+    if kind == "cuda":
+        from hermes_nb.backends.cuda import kernels as cuda_kernels
+
+        return cuda_kernels.kernel_source(spec)
+    return None
 
 
 def _ops(node: Node) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from hermes_nb.backends.base import Device
 from hermes_nb.backends.cpu import fused as cpu_fused
-from hermes_nb.backends.cpu import jit
+from hermes_nb.backends.cpu import jit, sources
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.settings import env_int
@@ -45,9 +45,13 @@ class CPUDevice(Device):
 
     def runs_generated_kernel(self, spec: OpSpec) -> bool:
         """Numba runs fused kernels from ``JIT_MIN_ELEMENTS`` up; NumPy evaluates smaller
-        ones op by op (as ``execute`` and ``cpu_fused`` decide)."""
+        ones op by op (``execute`` and its runners decide by this alone)."""
         check = self._GENERATED.get(spec.op)
         return check is not None and check(spec)
+
+    def kernel_source(self, spec: OpSpec) -> str | None:
+        """The Numba module ``execute`` compiles for ``spec`` (None: NumPy/BLAS run it)."""
+        return sources.render(spec) if self.runs_generated_kernel(spec) else None
 
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         run = self._EXECUTORS.get(spec.op)
@@ -56,10 +60,11 @@ class CPUDevice(Device):
         return run(self, spec, inputs)
 
     def _run_fused_reduce(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        return cpu_fused.run_reduce(self._ops, spec, inputs, JIT_MIN_ELEMENTS)
+        return cpu_fused.run_reduce(self._ops, spec, inputs, self.runs_generated_kernel(spec))
 
     def _run_fused_matmul(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        return cpu_fused.run_matmul(self._ops, spec, inputs, JIT_MIN_ELEMENTS)  # BLAS
+        # BLAS, then the epilogue
+        return cpu_fused.run_matmul(self._ops, spec, inputs, self.runs_generated_kernel(spec))
 
     def _run_fused_stencil(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         from hermes_nb.backends.cpu import stencil as cpu_stencil  # imports numba (~0.6 s)
@@ -91,12 +96,14 @@ class CPUDevice(Device):
 
 
 # ops whose executor is the generated kernel itself: below the size threshold, or where
-# Numba cannot compile them, NumPy runs them (fused_reduce/matmul decide inside)
+# Numba cannot compile them, NumPy runs them (fused_reduce/matmul are told the decision)
 _GENERATED_ONLY = frozenset({"fused_stencil", "fused_elementwise"})
 
 
 def _jit_runs(codegen: Any, shape: tuple[int, ...], kernel: Any, min_elements: int) -> bool:
-    return _size(shape) >= min_elements and codegen is not None and codegen.supports(kernel)
+    # nothing to compute (size 0): the launchers return before building a kernel
+    size = _size(shape)
+    return size > 0 and min_elements <= size and codegen is not None and codegen.supports(kernel)
 
 
 # A new fused kernel costs Numba ~1.5 s to compile (then it is cached on disk); below

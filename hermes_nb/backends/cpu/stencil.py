@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from hermes_nb.codegen.numba_stencil import border_maps, compile_stencil, layout_of
-from hermes_nb.compiler.stencil_program import StencilProgram
+from hermes_nb.ir.stencil import StencilProgram
 
 __all__ = ["launch", "run_stencil"]
 

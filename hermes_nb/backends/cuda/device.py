@@ -4,13 +4,13 @@ with memory from CuPy's default pool and BLAS from cuBLAS.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from hermes_nb.backends.base import Device
+from hermes_nb.backends.cuda import kernels as cuda_kernels
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 
@@ -59,6 +59,11 @@ class CUDADevice(Device):
         with self._device:
             return self._cupy.asnumpy(buffer)
 
+    def kernel_source(self, spec: OpSpec) -> str | None:
+        """The text of the CuPy kernels ``execute`` builds for ``spec`` (``cuda.kernels``:
+        the arguments CuPy is given); None where CuPy's library calls run it."""
+        return cuda_kernels.kernel_source(spec)
+
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         run = self._EXECUTORS.get(spec.op)
         with self._device:
@@ -73,14 +78,12 @@ class CUDADevice(Device):
     def _fused(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         """One generated CUDA kernel (``codegen.c_source``) for the whole program; CuPy's
         ElementwiseKernel broadcasts the inputs to the output's shape."""
-        from hermes_nb.codegen.c_kernels import cuda_elementwise_kernel
-
         program = spec.attrs["program"]
         if not program.n_inputs:  # all literals (0-d): nothing for a kernel to broadcast over
             return self._ops.run(spec, inputs)
         out = self._cupy.empty(spec.shape, dtype=spec.dtype)
         if out.size:
-            cuda_elementwise_kernel(program)(*inputs, out)
+            cuda_kernels.built(cuda_kernels.elementwise(program))(*inputs, out)
         return out
 
     def _stencil(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
@@ -89,14 +92,14 @@ class CUDADevice(Device):
         from hermes_nb.codegen import stencil_c
 
         cfg = stencil_c.CUDA_CONFIG
-        kernel = _stencil_kernel(spec.attrs["stencil"])
+        kernel = cuda_kernels.stencil(spec.attrs["stencil"])
         if kernel is None:
             return self._ops.run(spec, inputs)
         out = self._cupy.empty(spec.shape, dtype=spec.dtype)
         if out.size:
             gx, gy, nb = stencil_c.grid(spec.shape, cfg)
             image = self._cupy.ascontiguousarray(inputs[0])
-            kernel(
+            cuda_kernels.built(kernel)(
                 (gx, gy, min(nb, 65535)), (cfg.wx, cfg.wy, 1),  # the kernel loops over the batch
                 (out, image, np.int64(spec.shape[-2]), np.int64(spec.shape[-1]), np.int64(nb)),
             )  # fmt: skip
@@ -117,22 +120,3 @@ class CUDADevice(Device):
     def memory_in_use(self) -> int:
         return int(self._cupy.get_default_memory_pool().used_bytes())
 
-
-_STATIC_SHARED = 48 * 1024  # static __shared__ arrays may not exceed 48 KiB
-
-
-@functools.lru_cache(maxsize=256)
-def _stencil_kernel(stencil: Any) -> Any:
-    """A ``cupy.RawKernel`` for ``stencil``, or None when the generator cannot express it
-    or its tiles exceed static shared memory."""
-    import cupy
-
-    from hermes_nb.codegen import c_kernels, stencil_c
-
-    try:
-        if stencil_c.local_bytes(stencil, stencil_c.CUDA_CONFIG) > _STATIC_SHARED:
-            return None
-        source = stencil_c.cuda_stencil_source(stencil)
-    except stencil_c.UnsupportedStencil:
-        return None
-    return cupy.RawKernel(source, "fused_stencil", options=c_kernels.CUDA_OPTIONS)

@@ -16,12 +16,15 @@ from typing import Any
 
 import numpy as np
 
+from hermes_nb.backends.base import PASS_SEPARATOR
 from hermes_nb.backends.opencl.capabilities import KernelDevice
 from hermes_nb.codegen import c_fused, c_source
 from hermes_nb.codegen import opencl_templates as src
 from hermes_nb.codegen.layout import broadcast_strides, layout
-from hermes_nb.compiler.program import Program
 from hermes_nb.ir.node import OpSpec
+from hermes_nb.ir.program import Program
+
+__all__ = ["PASS_SEPARATOR", "fused_matmul", "fused_reduce", "matmul_source", "reduce_source"]
 
 _I64 = np.dtype(np.int64)
 
@@ -116,9 +119,6 @@ def _second_pass(acc: str, m: int, parts: int) -> tuple[Program, str, tuple[str,
 
     kind, classes, meta = layout((m, parts), (1,), [(m, parts)])
     return identity_program(acc), kind, classes, meta
-
-
-PASS_SEPARATOR = "\n// ---- next pass: the partial results of the pass above ----\n"
 
 
 def reduce_source(dev: KernelDevice, spec: OpSpec) -> str | None:

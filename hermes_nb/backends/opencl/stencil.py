@@ -11,8 +11,8 @@ import numpy as np
 
 from hermes_nb.backends.opencl.capabilities import Capabilities, KernelDevice
 from hermes_nb.codegen import stencil_c
-from hermes_nb.compiler.stencil_program import ConvStage
 from hermes_nb.ir.node import OpSpec
+from hermes_nb.ir.stencil import ConvStage
 
 
 def fused_stencil(dev: KernelDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
