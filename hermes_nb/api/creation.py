@@ -11,6 +11,7 @@ import numpy as np
 from hermes_nb.api.graph import make_node
 from hermes_nb.api.tensor import Tensor
 from hermes_nb.ir import dtypes
+from hermes_nb.ir.node import BORROWED
 
 ShapeLike = int | Sequence[int]
 
@@ -41,25 +42,49 @@ def from_numpy(array: np.ndarray, *, op: str = "from_numpy") -> Tensor:
         raise TypeError(f"{op}: expected a numpy.ndarray, got {type(array).__name__}")
     check_representable(array, op)
     dtype = dtypes.as_dtype(array.dtype, op=op)
+    return _copied_constant(array, dtype)
+
+
+def _copied_constant(array: np.ndarray, dtype: np.dtype) -> Tensor:
+    """A constant holding its own read-only copy: keyed by content, a snapshot."""
     value = np.array(array, dtype=dtype, order="C", copy=True)
     value.flags.writeable = False
     return Tensor(make_node("constant", (), value.shape, dtype, value=value))
 
 
-def asarray(obj: Any, dtype: object = None) -> Tensor:
+def _borrowed_constant(array: np.ndarray) -> Tensor:
+    """A constant holding a read-only view of ``array`` (the caller's flags stay as they
+    are): it reads ``array`` at each compute and Hermes never writes through it."""
+    view = array.view(np.ndarray)
+    view.flags.writeable = False
+    return Tensor(make_node("constant", (), view.shape, view.dtype, value=view,
+                            **{BORROWED: True}))
+
+
+def asarray(obj: Any, dtype: object = None, *, copy: bool | None = None) -> Tensor:
     """A tensor from a Tensor, NumPy array, nested sequence or Python scalar.
+
+    ``copy`` follows the array API standard. ``True``: the tensor holds a copy (a snapshot:
+    later writes to ``obj`` are not seen). ``None`` (the default): a NumPy array is copied
+    only when needed (a dtype change, not C-contiguous, non-native byte order); otherwise
+    the tensor holds a read-only view of it, like ``dask.array.from_array``. Such a tensor
+    reads the array when it is computed, so a write to the array before a compute is seen
+    by that compute and no result computed from the old contents is reused; a result
+    already computed (``t.compute()``, ``t.numpy()``) is a snapshot and does not change.
+    Hermes never writes into the array. ``False``: never copy; ``ValueError`` when a copy
+    is needed (also for Python sequences and scalars, which are always copied).
 
     >>> import hermes_nb as hm
     >>> hm.asarray([[1, 2], [3, 4]]).dtype.name
     'int64'
     """
+    copy = _copy_flag(copy)
     if isinstance(obj, Tensor):
-        return obj if dtype is None else obj.astype(dtype)
+        return _tensor_as(obj, dtype, copy)
     want = None if dtype is None else dtypes.as_dtype(dtype, op="asarray")
     if isinstance(obj, np.ndarray):
-        check_representable(obj, "asarray")
-        array = obj if want is None else obj.astype(want)
-    elif isinstance(obj, (bool, int, float, np.generic)):
+        return _array_as(obj, want, copy)
+    if isinstance(obj, (bool, int, float, np.generic)):
         check_representable(np.asarray(obj), "asarray")
         default = dtypes.result_type(obj) if not isinstance(obj, np.generic) else obj.dtype
         array = np.asarray(obj, dtype=want or default)
@@ -71,7 +96,54 @@ def asarray(obj: Any, dtype: object = None) -> Tensor:
             "or tuple of numbers, or a real number"
         raise TypeError(f"asarray: cannot make a tensor from {_short(obj)} "
                         f"({type(obj).__name__}): {kind}")
+    if copy is False:
+        _refuse_copy(f"a Python {type(obj).__name__}", "it is always copied into a new array")
     return from_numpy(np.asarray(array), op="asarray")
+
+
+def _copy_flag(copy: object) -> bool | None:
+    if copy is not None and not isinstance(copy, (bool, np.bool_)):
+        raise TypeError(f"asarray: copy must be True, False or None, got {copy!r}")
+    return None if copy is None else bool(copy)
+
+
+def _refuse_copy(what: str, why: str) -> None:
+    raise ValueError(f"asarray: copy=False, but {what} cannot be used without a copy: {why}; "
+                     "pass copy=None to copy only when needed")
+
+
+def _tensor_as(tensor: Tensor, dtype: object, copy: bool | None) -> Tensor:
+    """A tensor is immutable, so ``copy=True`` has nothing to protect; a dtype change makes
+    a new tensor, which ``copy=False`` refuses."""
+    if dtype is None:
+        return tensor
+    if copy is False:
+        want = dtypes.as_dtype(dtype, op="asarray")
+        if want != tensor.dtype:
+            _refuse_copy(f"a {tensor.dtype.name} tensor", f"converting it to {want.name}")
+    return tensor.astype(dtype)
+
+
+def _array_as(array: np.ndarray, want: np.dtype | None, copy: bool | None) -> Tensor:
+    check_representable(array, "asarray")
+    target = want if want is not None else dtypes.as_dtype(array.dtype, op="asarray")
+    why = _why_copy_needed(array, target)
+    if copy is False and why is not None:
+        _refuse_copy(f"the {array.dtype.name} array of shape {array.shape}", why)
+    if copy or why is not None:
+        return _copied_constant(array, target)
+    return _borrowed_constant(array)
+
+
+def _why_copy_needed(array: np.ndarray, target: np.dtype) -> str | None:
+    """Why ``array`` cannot be read in place as a C-contiguous ``target`` array, or None."""
+    if array.dtype != target:
+        if array.dtype.newbyteorder("=") == target:
+            return f"its dtype {array.dtype.str!r} is not in native byte order"
+        return f"converting its dtype {array.dtype.name} to {target.name}"
+    if not array.flags.c_contiguous:
+        return "it is not C-contiguous (e.g. a transposed or strided view)"
+    return None
 
 
 def _short(value: Any, limit: int = 60) -> str:

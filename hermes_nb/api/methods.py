@@ -19,7 +19,8 @@ Axis = int | Sequence[int] | None
 
 # ---- construction --------------------------------------------------------------------
 def _from_numpy(cls: type[Tensor], array: np.ndarray) -> Tensor:
-    """Wrap a NumPy array (copied, so later changes to it do not leak in)."""
+    """Wrap a NumPy array (copied, so later changes to it do not leak in; ``hm.asarray``
+    without ``copy=True`` reads it in place instead)."""
     return creation.from_numpy(array)
 
 

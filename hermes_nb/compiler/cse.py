@@ -13,6 +13,8 @@ _SMALL_CONSTANT = 64  # larger constants are compared by identity, not by value
 
 
 def _attr_key(value: Any) -> Any:
+    # small arrays compare by value, read now: the graph is optimised at every compute, so a
+    # borrowed constant (a view of the caller's array) is compared by what this run reads
     if isinstance(value, np.ndarray):
         if value.size > _SMALL_CONSTANT:
             return ("array-id", id(value))

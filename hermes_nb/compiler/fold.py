@@ -24,6 +24,9 @@ def _foldable(node: Node, inputs: tuple[Node, ...]) -> bool:
 
 
 def fold_constants(outputs: list[Node]) -> list[Node]:
+    """Small constant work folded into new constants holding their own copies. It runs at
+    every compute (``optimize``), so a borrowed input is folded from its current contents
+    and no folded value outlives the run that read it."""
     # evaluated by the compiler with NumPy's semantics, not run as a device kernel
     host = ArrayOps(np, "scipy.ndimage")
 

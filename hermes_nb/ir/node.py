@@ -58,12 +58,23 @@ class Node:
         return f"<{self.key}({args}) {self.dtype.name}{list(self.shape)}>"
 
 
+BORROWED = "borrowed"  # attr of a constant that reads the caller's array at each compute
+
+
+def is_borrowed(node: Node) -> bool:
+    """Whether ``node`` is a constant holding a read-only view of the caller's array (not a
+    copy), so its contents may change between computes."""
+    return node.op == "constant" and bool(node.attrs.get(BORROWED))
+
+
 def content_key(node: Node) -> str:
     """``hermes-<op>-<token>``: the token is ``dask.base.tokenize`` of the op, shape, dtype,
-    attributes, device and the inputs' keys (source arrays are hashed by content). A computed
-    ``buffer`` has no content to hash here, so its token is a random UUID."""
-    if node.op == "buffer":
-        return f"hermes-buffer-{uuid.uuid4().hex}"
+    attributes, device and the inputs' keys (copied source arrays are hashed by content). A
+    computed ``buffer`` has no content to hash here, and a borrowed constant's content may
+    change after it is built, so their token is a random UUID: a key never claims content
+    its node may no longer have."""
+    if node.op == "buffer" or is_borrowed(node):
+        return f"hermes-{node.op}-{uuid.uuid4().hex}"
     token = tokenize(node.op, node.shape, node.dtype.str, node.attrs, node.device,
                      tuple(i.key for i in node.inputs))
     return f"hermes-{node.op}-{token}"

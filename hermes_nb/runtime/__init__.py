@@ -15,14 +15,14 @@ from typing import Any
 import dask.threaded
 
 from hermes_nb.backends import devices
-from hermes_nb.ir.node import Node, toposort
+from hermes_nb.ir.node import Node, is_borrowed, toposort
 from hermes_nb.runtime import profile
 from hermes_nb.runtime.explain import kernel_source, plan_of
 from hermes_nb.runtime.lower import lower
 from hermes_nb.runtime.placement import Placement, place
 from hermes_nb.runtime.profile import last_profile
 from hermes_nb.runtime.progress import progress_bar
-from hermes_nb.runtime.resident import Resident
+from hermes_nb.runtime.resident import Resident, detached
 from hermes_nb.runtime.targets import compile_target
 
 __all__ = ["Resident", "compile_target", "execute", "last_profile", "materialised"]
@@ -82,7 +82,13 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
         profile.end(run_id)
         if bar is not None:
             bar.close()
-    return list(results)
+    borrowed = _borrowed_arrays(optimized)
+    return [detached(r, borrowed) for r in results] if borrowed else list(results)
+
+
+def _borrowed_arrays(graph: list[Node]) -> list[Any]:
+    """The caller's arrays that this run read in place (borrowed constants)."""
+    return [n.attrs["value"] for n in toposort(graph) if is_borrowed(n)]
 
 
 _runner: concurrent.futures.ThreadPoolExecutor | None = None

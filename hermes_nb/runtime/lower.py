@@ -16,7 +16,7 @@ import numpy as np
 
 from hermes_nb.backends import get_device
 from hermes_nb.errors import DeviceError, DeviceMemoryError
-from hermes_nb.ir.node import Node, OpSpec, toposort
+from hermes_nb.ir.node import Node, OpSpec, is_borrowed, toposort
 from hermes_nb.ir.random import draw
 from hermes_nb.runtime import profile
 from hermes_nb.runtime.coexec import lower_split
@@ -31,12 +31,14 @@ def lower(outputs: list[Node], placed: dict[int, Placement], run_id: int
           ) -> tuple[dict[str, Any], list[str]]:
     """A Dask graph computing ``outputs``, and the keys of the outputs."""
     graph: dict[str, Any] = {}
+    wanted = {id(n) for n in outputs}
     for node in toposort(outputs):
         where = placed[id(node)]
         if node.op == "buffer":
             graph[node.key] = node.attrs["handle"]
         elif node.op in ("constant", "random"):
-            graph[node.key] = (load_host_source, OpSpec.of(node, where.device))
+            load = load_snapshot if is_borrowed(node) and id(node) in wanted else load_host_source
+            graph[node.key] = (load, OpSpec.of(node, where.device))
         elif where.tiles and not has_integer_pow(OpSpec.of(node, where.device)):
             lower_split(node, OpSpec.of(node, where.device), where.tiles, run_id, graph)
         else:
@@ -60,6 +62,15 @@ def load_host_source(spec: OpSpec) -> Resident:
     device = get_device(spec.device)
     check_allocation(spec, device)
     return Resident(device.id, _guarded(spec, device, lambda: device.run(device.from_host, value)))
+
+
+def load_snapshot(spec: OpSpec) -> Resident:
+    """A borrowed constant wanted as a result: uploaded from a copy of the caller's array,
+    since a device that computes in host memory could otherwise hand out the array itself,
+    and a result is a snapshot that a later write to the array must not change."""
+    value = np.array(spec.attrs["value"], order="C", copy=True)
+    value.flags.writeable = False
+    return load_host_source(replace(spec, attrs={**spec.attrs, "value": value}))
 
 
 def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Resident) -> Resident:

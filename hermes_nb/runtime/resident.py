@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,3 +35,16 @@ class Resident:
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return (Resident, ("cpu:0", np.array(self.host(), order="C")))
+
+
+def detached(value: Resident, borrowed: Sequence[np.ndarray]) -> Resident:
+    """``value``, or its own copy when its buffer may share memory with a caller's array
+    that a borrowed constant reads (``hm.asarray`` without a copy, where the device computes
+    from the array in place and a view op returns a view of it): a computed result is a
+    snapshot, which a later write to the caller's array must not change."""
+    buffer = value.buffer
+    if isinstance(buffer, np.ndarray) and any(np.may_share_memory(buffer, a) for a in borrowed):
+        own = np.array(buffer, order="C", copy=True)
+        own.flags.writeable = False
+        return Resident(value.device, own)
+    return value
