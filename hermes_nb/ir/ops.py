@@ -127,7 +127,8 @@ _R = DtypeRule
 
 OPS: dict[str, OpDef] = {op.name: op for op in (
     # sources
-    _op("constant", Kind.SOURCE, 0, "a host array captured at build time (attrs: value)"),
+    _op("constant", Kind.SOURCE, 0, "a host array (attrs: value; borrowed: value is a read-only "
+        "view of the user's array, read at each compute)"),
     _op("random", Kind.SOURCE, 0, "seeded random numbers (attrs: distribution, seed, params)"),
     _op("full", Kind.SOURCE, 0, "an array filled with one value (attrs: fill_value)"),
     _op("arange", Kind.SOURCE, 0, "evenly spaced values (attrs: start, step)"),
