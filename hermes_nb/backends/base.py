@@ -84,6 +84,10 @@ class Device(ABC):
         sources in launch order, joined by ``PASS_SEPARATOR``.
     ``runs_generated_kernel(spec)``
         Whether a fused ``spec`` runs as generated code (else as library calls).
+    ``shares_host_memory`` (attribute, default False)
+        True where buffers are host memory, so host transfers cost nothing to speak of;
+        ``from_host`` may then read the array in place (never writing it) and ``to_host``
+        may return the buffer's own host memory.
     ``info()``
         A dict describing the device (``hermes doctor``, the notebook views); extend
         the base dict rather than replace it.
@@ -111,6 +115,10 @@ class Device(ABC):
         #: runs on the host's CPU cores (cpu:0, OpenCL CPU devices): two such devices add
         #: no throughput together, so co-execution never splits a kernel between them
         self.shares_host_cores = False
+        #: computes in the host's memory (cpu:0, OpenCL devices with host-unified memory):
+        #: ``from_host``/``to_host`` wrap or map rather than copy, so the scheduler counts
+        #: moving data between the host and this device as free
+        self.shares_host_memory = False
         #: why this device cannot run work in this process (set in a forked child), or None
         self.unusable_reason: str | None = None
         _live.add(self)
@@ -198,12 +206,13 @@ class Device(ABC):
 
     @abstractmethod
     def from_host(self, array: np.ndarray) -> Any:
-        """Copy a host array (C-contiguous NumPy) to a new device buffer of its shape
-        and dtype; required."""
+        """A device buffer of the host array's shape and dtype (a copy, or on a device that
+        ``shares_host_memory`` the array itself, read only); required."""
 
     @abstractmethod
     def to_host(self, buffer: Any) -> np.ndarray:
-        """Copy a device buffer to a new host NumPy array of its shape and dtype; required."""
+        """The buffer's value as a host NumPy array of its shape and dtype (a copy, or the
+        buffer's own host memory, which the device then never reuses); required."""
 
     @abstractmethod
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:

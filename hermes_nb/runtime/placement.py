@@ -82,9 +82,13 @@ _measured: set[str] = set()
 
 
 def _measure_links(scheduler: Scheduler, all_devices: list[Device]) -> None:
-    """Time each device's host link once per process (stored, so once per machine)."""
+    """Tell the transfer model which devices compute in host memory (their copies are
+    free), and time every other device's host link once per process (stored, so once per
+    machine)."""
     for dev in all_devices:
-        if dev.id in _measured or scheduler.transfers.is_host(dev.id):
+        shared = bool(getattr(dev, "shares_host_memory", False))
+        scheduler.transfers.set_shares_host_memory(dev.id, shared)
+        if dev.id in _measured or scheduler.transfers.in_host_memory(dev.id):
             continue
         _measured.add(dev.id)
 

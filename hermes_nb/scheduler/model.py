@@ -227,6 +227,10 @@ class TransferModel:
         The link assumed for a device that was never measured.
     host_kinds
         Device kinds that live in host memory (copies to/from them are free).
+
+    Devices of other kinds that compute in host memory (an OpenCL CPU device, an
+    integrated GPU) are named with :meth:`set_shares_host_memory`: their host copies are
+    free too (a wrap or a map), but they stay out of ``is_host`` (the ``cpu`` policy).
     """
 
     def __init__(
@@ -241,6 +245,7 @@ class TransferModel:
         self.host_kinds = frozenset(host_kinds)
         self._links: dict[str, Link] = {}
         self._host: dict[str, bool] = {}
+        self._shared: set[str] = set()  # non-host kinds that compute in host memory
         self._routes: dict[tuple[str, str], tuple[float, float]] = {}  # (latency, seconds per byte)
         if store is not None:
             for rec in store.links():
@@ -253,6 +258,17 @@ class TransferModel:
         if host is None:
             host = self._host[device] = device.split(":", 1)[0] in self.host_kinds
         return host
+
+    def set_shares_host_memory(self, device: str, shared: bool) -> None:
+        """Whether ``device`` computes in host memory, so copies between it and the host
+        are free (the runtime passes each device's ``shares_host_memory``)."""
+        if (device in self._shared) != shared:
+            (self._shared.add if shared else self._shared.discard)(device)
+            self._routes.clear()
+
+    def in_host_memory(self, device: str) -> bool:
+        """Whether ``device``'s buffers are host memory (a host kind, or shared)."""
+        return device in self._shared or self.is_host(device)
 
     def set_link(self, device: str, link: Link, *, persist: bool = True) -> None:
         """Use ``link`` for ``device`` from now on (and store it when ``persist``)."""
@@ -267,7 +283,7 @@ class TransferModel:
         return self._links.get(device, self.default)
 
     def has_link(self, device: str) -> bool:
-        return device in self._links or self.is_host(device)
+        return device in self._links or self.in_host_memory(device)
 
     def seconds(self, src: str, dst: str, nbytes: int) -> float:
         """Time to copy ``nbytes`` from ``src`` to ``dst`` (0 when they are the same or both host)."""
@@ -277,14 +293,15 @@ class TransferModel:
         return 0.0 if route[0] < 0 else route[0] + nbytes * route[1]
 
     def _route(self, src: str, dst: str) -> tuple[float, float]:
-        if src == dst or (self.is_host(src) and self.is_host(dst)):
+        in_host = self.in_host_memory
+        if src == dst or (in_host(src) and in_host(dst)):
             return (-1.0, 0.0)  # free
         latency = per_byte = 0.0
-        if not self.is_host(src):
+        if not in_host(src):
             up = self.link(src)
             latency += up.d2h_latency_s
             per_byte += 1.0 / up.d2h_bytes_per_s
-        if not self.is_host(dst):
+        if not in_host(dst):
             down = self.link(dst)
             latency += down.h2d_latency_s
             per_byte += 1.0 / down.h2d_bytes_per_s

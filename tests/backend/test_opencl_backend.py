@@ -129,8 +129,9 @@ def test_from_host_non_contiguous(dev):
 
 
 def test_memory_in_use(dev):
+    # a buffer the device made (on a host-unified device from_host may wrap the array)
     before = dev.memory_in_use()
-    buf = dev.from_host(np.zeros(1 << 16, np.float32))
+    buf = dev.empty((1 << 16,), np.float32)
     assert dev.memory_in_use() >= before + (1 << 18)
     del buf
     dev.synchronize()
@@ -315,9 +316,18 @@ def test_program_count_bounded_by_variant(dev):
 
 
 def test_to_device_is_identity(dev):
-    x = np.arange(5.0)
+    x = np.arange(10.0)[::2]  # strided: from_host copies it into the device's own buffer
     buf = dev.from_host(x)
     assert dev.execute(make_spec(dev, "to_device", (5,), np.float64, [x]), [buf]) is buf
+
+
+def test_to_device_of_a_wrapped_input_is_its_own_copy(dev):
+    # a result must not read the caller's array in place: a later write would change it
+    x = np.arange(5.0)
+    out = dev.execute(make_spec(dev, "to_device", (5,), np.float64, [x]), [dev.from_host(x)])
+    host = dev.to_host(out)
+    x[:] = -1.0
+    np.testing.assert_array_equal(host, np.arange(5.0))
 
 
 # --- sources -----------------------------------------------------------------------------------

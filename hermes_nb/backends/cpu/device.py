@@ -36,9 +36,17 @@ class CPUDevice(Device):
         )
         self._ops = ArrayOps(np, "scipy.ndimage")
         self.shares_host_cores = True
+        self.shares_host_memory = True
 
     def from_host(self, array: np.ndarray) -> np.ndarray:
-        return np.array(array, order="C", copy=True)
+        """A read-only view of ``array`` when kernels can read it as it is (C-contiguous,
+        native byte order), else a C-contiguous copy. Nothing here writes an input."""
+        array = np.asarray(array)
+        if array.flags.c_contiguous and array.flags.aligned and array.dtype.isnative:
+            view = array.view(np.ndarray)
+            view.flags.writeable = False
+            return view
+        return np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=True)
 
     def to_host(self, buffer: Any) -> np.ndarray:
         return np.asarray(buffer)

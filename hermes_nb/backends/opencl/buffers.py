@@ -9,12 +9,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from hermes_nb.backends.opencl import hostmem
 from hermes_nb.backends.opencl.capabilities import KernelDevice
 from hermes_nb.codegen import opencl_templates as src
 from hermes_nb.ir.node import OpSpec
 
 __all__ = ["LaunchDevice", "broadcast_strides", "c_strides", "collapse", "copy_strided",
-           "permuted", "round_up"]
+           "owned", "permuted", "round_up"]
 
 
 class LaunchDevice(KernelDevice, Protocol):
@@ -94,13 +95,24 @@ def permuted(dev: LaunchDevice, x: Any, in_shape: Sequence[int], axes: Sequence[
     return out
 
 
+def owned(dev: LaunchDevice, x: Any) -> Any:
+    """``x``, or a copy in the device's own memory when ``x`` reads a caller's array in
+    place: a result is a snapshot that a later write to that array must not change."""
+    if not hostmem.borrowed(x):
+        return x
+    out = dev.empty(x.shape, x.dtype)
+    st = c_strides(x.shape)
+    dev.copy_strided(out, 0, st, x, 0, st, x.shape)
+    return out
+
+
 def op_to_device(dev: LaunchDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-    return inputs[0]  # already uploaded to this device
+    return owned(dev, inputs[0])  # already uploaded to this device
 
 
 def op_reshape(dev: LaunchDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
     # Buffers are never written after they are made, so a reshaped view is safe.
-    return inputs[0].reshape(spec.shape)
+    return owned(dev, inputs[0]).reshape(spec.shape)
 
 
 def op_permute(dev: LaunchDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:

@@ -1,8 +1,10 @@
 """OpenCL backend: one device per OpenCL device on any platform (PoCL on CPUs, GPUs).
 
 Buffers are ``pyopencl.array.Array`` objects from a per-device memory pool, C-contiguous with
-the node's shape and dtype (bool stored as one byte, always 0 or 1). PyOpenCL is imported
-lazily, so this module imports on machines without it.
+the node's shape and dtype (bool stored as one byte, always 0 or 1). On a device with
+host-unified memory (PoCL, integrated GPUs) the pool is ``hostmem``'s host arrays and host
+inputs are read in place. PyOpenCL is imported lazily, so this module imports on machines
+without it.
 
 The device holds its context, queue, memory and program cache and dispatches each op to
 its runner: ``buffers`` (transfers, movement), ``single_ops``, ``elementwise``, ``fused``,
@@ -19,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hermes_nb.backends.base import Device
-from hermes_nb.backends.opencl import buffers, discovery, elementwise, single_ops, sources
+from hermes_nb.backends.opencl import buffers, discovery, elementwise, hostmem, single_ops, sources
 from hermes_nb.backends.opencl import fused as opencl_fused
 from hermes_nb.backends.opencl import stencil as opencl_stencil
 from hermes_nb.backends.opencl.capabilities import Capabilities
@@ -32,6 +34,7 @@ __all__ = ["OpenCLDevice", "discover", "hidden_devices"]
 log = logging.getLogger("hermes_nb.backends")
 _WG = 256  # work-group size of the 1-D kernels; global sizes are rounded up to it
 _I64 = np.dtype(np.int64)
+_POOL_KEEP_BYTES = 2 << 30  # free host memory a host-unified device keeps for reuse
 
 
 _hidden: list[Any] = []  # opencl_drivers.Hidden: devices left out, and why
@@ -81,7 +84,11 @@ class OpenCLDevice(Device):
         self.cl_device = cl_device
         self.context = cl.Context([cl_device])
         self.queue = cl.CommandQueue(self.context)  # in-order: launches need no events
-        self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
+        #: host memory the device computes in, or None (a discrete device: today's copies)
+        self.host_memory = self._host_memory(cl_device)
+        self.shares_host_memory = self.host_memory is not None
+        self.pool: Any = self.host_memory if self.host_memory is not None else \
+            cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
         self.candidate = candidate
         self.driver = candidate.driver if candidate is not None else cl_device.platform.version
         self.verdict = verdict
@@ -91,6 +98,14 @@ class OpenCLDevice(Device):
         self._stencil_configs: dict[Any, Any] = {}  # StencilProgram -> StencilConfig | None
         self._capabilities = discovery.capabilities_of(cl, cl_device, verdict)
         self.shares_host_cores = self._capabilities.is_cpu  # PoCL & co. use cpu:0's cores
+
+    def _host_memory(self, cl_device: Any) -> hostmem.HostMemory | None:
+        """Host-visible buffers where the device shares the host's memory."""
+        if not hostmem.host_unified(cl_device):
+            return None
+        align = int(cl_device.mem_base_addr_align) // 8  # the info is in bits
+        keep = min(self.memory_bytes // 8, _POOL_KEEP_BYTES)
+        return hostmem.HostMemory(self.context, self.queue, align, keep)
 
     def _guard(self, index: int) -> Any:
         """The build worker's guard of this driver (None: builds run in this process)."""
@@ -126,17 +141,26 @@ class OpenCLDevice(Device):
     # ---- memory and launches ------------------------------------------------------------
 
     def from_host(self, array: np.ndarray) -> Any:
+        """The array in place where the device shares host memory (a copy only where it
+        cannot be read in place), else a copy in device memory."""
         import pyopencl.array as cla
 
+        if self.host_memory is not None:
+            return self.host_memory.upload(self.queue, array)
         # np.asarray(order="C") copies non-contiguous views and, unlike ascontiguousarray,
         # keeps 0-d arrays 0-d.
         return cla.to_device(self.queue, np.asarray(array, order="C"), allocator=self.pool)
 
     def to_host(self, buffer: Any) -> np.ndarray:
+        """A map where the device shares host memory (the buffer's host array), else a copy."""
+        if self.host_memory is not None:
+            return self.host_memory.download(self.queue, buffer)
         return buffer.get(queue=self.queue)
 
     def synchronize(self) -> None:
         self.queue.finish()
+        if self.host_memory is not None:
+            self.host_memory.reap()  # every retired buffer's commands are done now
 
     def memory_in_use(self) -> int:
         return int(self.pool.active_bytes)
