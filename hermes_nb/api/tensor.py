@@ -6,6 +6,7 @@ module imports none of those functions."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -79,26 +80,24 @@ class Tensor:
 
     def __repr__(self) -> str:
         shape = "(" + ", ".join(map(str, self.shape)) + ("," if self.ndim == 1 else "") + ")"
-        if self.is_materialized:
-            state = f"on {self.device}"
-        else:
-            ops = sum(1 for n in toposort([self._node]) if n.op not in _SOURCE_OPS)
-            state = f"lazy, {ops} op{'s' if ops != 1 else ''}"
-            if self.device:
-                state += f", pinned to {self.device}"
+        state = f"on {self.device}" if self.is_materialized else self._lazy_state(str)
         return f"Tensor(shape={shape}, dtype={self.dtype.name}, {state})"
+
+    def _lazy_state(self, code: Callable[[str], str]) -> str:
+        """``lazy, N ops[, pinned to DEVICE]``, the device name passed through ``code``."""
+        ops = sum(1 for n in toposort([self._node]) if n.op not in _SOURCE_OPS)
+        state = f"lazy, {ops} op{'s' if ops != 1 else ''}"
+        return state + (f", pinned to {code(self.device)}" if self.device else "")
 
     def _repr_html_(self) -> str:
         """Notebook view: shape, dtype, and whether it is lazy (with its op count) or where it lives."""
         import html
 
-        if self.is_materialized:
-            state = f"materialised on <code>{html.escape(str(self.device))}</code>"
-        else:
-            ops = sum(1 for n in toposort([self._node]) if n.op not in _SOURCE_OPS)
-            state = f"lazy, {ops} op{'s' if ops != 1 else ''}"
-            if self.device:
-                state += f", pinned to <code>{html.escape(self.device)}</code>"
+        def code(text: str) -> str:
+            return f"<code>{html.escape(str(text))}</code>"
+
+        state = (f"materialised on {code(self.device)}" if self.is_materialized
+                 else self._lazy_state(code))
         return (
             f"<div class='hermes-tensor'><b>Tensor</b> shape=<code>{html.escape(str(self.shape))}"
             f"</code> dtype=<code>{html.escape(self.dtype.name)}</code> ({state})</div>"
