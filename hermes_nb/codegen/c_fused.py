@@ -52,11 +52,11 @@ def _functions(r: CStyleRenderer, programs: list[tuple[Program, str]]) -> str:
 
 
 # fred_vec's fold of the vector ``v`` into ``va`` (floats only); ``{vec}``: va's type
-_VECTOR_COMBINE = {
-    "sum": "(va + v)",
-    "prod": "(va * v)",
-    "max": "select(v, va, (va >= v) | isnan(va))",
-    "min": "select(v, va, (va <= v) | isnan(va))",
+_VECTOR_COMBINE = {  # folding vector {x} into vector accumulator {a}
+    "sum": "({a} + {x})",
+    "prod": "({a} * {x})",
+    "max": "select({x}, {a}, ({a} >= {x}) | isnan({a}))",
+    "min": "select({x}, {a}, ({a} <= {x}) | isnan({a}))",
 }
 
 
@@ -220,30 +220,43 @@ __kernel void fred({self.params()})
 
     # ---- the vector kernel fred_vec ----------------------------------------------------------
 
-    def vector_combine(self, vec: str) -> str:
+    def vector_combine(self, vec: str, a: str, x: str) -> str:
+        """Vector ``x`` of the prologue's dtype folded into accumulator ``a``."""
         if self.op == "sum" and self.wide:
-            return f"(va + convert_{vec}(v))"
-        return _VECTOR_COMBINE[self.op]
+            return f"({a} + convert_{vec}({x}))"
+        return _VECTOR_COMBINE[self.op].format(a=a, x=x)
+
+    def vector_loads(self, at: str) -> str:
+        """The prologue's vector arguments at element ``at`` (class ``o``: one broadcast)."""
+        width = self.width
+        return ", ".join(
+            f"vload{width}(0, in{m} + b{m} + {at})" if c == "i"
+            else f"(({self.r.ctype(d)}{width})(in{m}[b{m}]))"
+            for m, (c, d) in enumerate(zip(self.vec_classes, self.prologue.input_dtypes)))
 
     def vector_kernel(self) -> str:
         width, classes = self.width, self.vec_classes
         vec = f"{self.work_c}{width}"
-        vloads = ", ".join(
-            f"vload{width}(0, in{m} + b{m} + k)" if c == "i"
-            else f"(({self.r.ctype(d)}{width})(in{m}[b{m}]))"
-            for m, (c, d) in enumerate(zip(classes, self.prologue.input_dtypes)))
+        vloads, vloads_next = self.vector_loads("k"), self.vector_loads(f"k + {width}")
         scalar = self.call([f"b{m} + k" if c == "i" else f"b{m}" for m, c in enumerate(classes)])
         return f"""\
 __kernel void fred_vec({self.params()})
 {{
 {self.head()}
     const long lo = p * chunk, hi = min(K, lo + chunk);
-    {vec} va = ({vec})(IDENT);
+    {vec} va = ({vec})(IDENT), vb = ({vec})(IDENT);
     long k = lo;
+    for (; k + {2 * width} <= hi; k += {2 * width}) {{  // two chains: add latency hidden
+        const {self.acc_c}{width} v = hpro_vec({vloads});
+        const {self.acc_c}{width} u = hpro_vec({vloads_next});
+        va = {self.vector_combine(vec, "va", "v")};
+        vb = {self.vector_combine(vec, "vb", "u")};
+    }}
     for (; k + {width} <= hi; k += {width}) {{
         const {self.acc_c}{width} v = hpro_vec({vloads});
-        va = {self.vector_combine(vec)};
+        va = {self.vector_combine(vec, "va", "v")};
     }}
+    va = {_VECTOR_COMBINE[self.op].format(a="va", x="vb")};
     W lanes[{width}];
     vstore{width}(va, 0, lanes);
     W wacc = IDENT;
