@@ -11,6 +11,7 @@ import numpy as np
 from hermes_nb.backends.base import Device
 from hermes_nb.backends.cpu import fused as cpu_fused
 from hermes_nb.backends.cpu import jit, sources
+from hermes_nb.backends.cpu import matmul as cpu_matmul
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.settings import env_int
@@ -71,8 +72,8 @@ class CPUDevice(Device):
         return cpu_fused.run_reduce(self._ops, spec, inputs, self.runs_generated_kernel(spec))
 
     def _run_fused_matmul(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        # BLAS, then the epilogue
-        return cpu_fused.run_matmul(self._ops, spec, inputs, self.runs_generated_kernel(spec))
+        # BLAS into the result, then the epilogue in place on this thread
+        return cpu_matmul.run_matmul(self._ops, spec, inputs, self.runs_generated_kernel(spec))
 
     def _run_fused_stencil(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         from hermes_nb.backends.cpu import stencil as cpu_stencil  # imports numba (~0.6 s)
