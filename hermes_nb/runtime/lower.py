@@ -32,19 +32,45 @@ def lower(outputs: list[Node], placed: dict[int, Placement], run_id: int
     """A Dask graph computing ``outputs``, and the keys of the outputs."""
     graph: dict[str, Any] = {}
     wanted = {id(n) for n in outputs}
-    for node in toposort(outputs):
+    nodes = toposort(outputs)
+    inlined = _inlined_sources(nodes, wanted, placed)
+    loads: dict[int, tuple[Any, ...]] = {}
+    for node in nodes:
         where = placed[id(node)]
         if node.op == "buffer":
             graph[node.key] = node.attrs["handle"]
         elif node.op in ("constant", "random"):
             load = load_snapshot if is_borrowed(node) and id(node) in wanted else load_host_source
-            graph[node.key] = (load, OpSpec.of(node, where.device))
-        elif where.tiles and not has_integer_pow(OpSpec.of(node, where.device)):
+            task = (load, OpSpec.of(node, where.device))
+            if id(node) in inlined:
+                loads[id(node)] = task
+            else:
+                graph[node.key] = task
+        elif _is_split(node, where):
             lower_split(node, OpSpec.of(node, where.device), where.tiles, run_id, graph)
         else:
             graph[node.key] = (run_op, OpSpec.of(node, where.device), where.decision, run_id,
-                               *(i.key for i in node.inputs))
+                               *(loads.get(id(i), i.key) for i in node.inputs))
     return graph, [n.key for n in outputs]
+
+
+def _is_split(node: Node, where: Placement) -> bool:
+    return bool(where.tiles) and not has_integer_pow(OpSpec.of(node, where.device))
+
+
+def _inlined_sources(nodes: list[Node], wanted: set[int], placed: dict[int, Placement]
+                     ) -> set[int]:
+    """Constants and random nodes read by one unsplit kernel only and not wanted themselves:
+    their load runs inside that kernel's task (Dask runs a nested task inline), saving a
+    task and a hop between threads each; they load on their device's thread as before."""
+    readers: dict[int, list[Node]] = {}
+    for node in nodes:
+        for i in node.inputs:
+            readers.setdefault(id(i), []).append(node)
+    return {id(n) for n in nodes
+            if n.op in ("constant", "random") and id(n) not in wanted
+            and len(readers.get(id(n), ())) == 1
+            and not _is_split(readers[id(n)][0], placed[id(readers[id(n)][0])])}
 
 
 def host_source_value(spec: OpSpec) -> Any:
