@@ -35,9 +35,10 @@ Variants (never specialised on sizes, so at most ``2**n_inputs`` per kind):
 
 Semantics follow NumPy (the ``array_backend`` interpreter): IEEE NaN/Inf, no
 fast-math flags; integer ``//`` and ``%`` by 0 give 0; integers wrap; ``round``
-is half to even; ``maximum``/``minimum``/``relu`` propagate NaN. float32 ``exp``
-(and ``sigmoid``) use a vectorisable polynomial (<= 1.02 ulp, NumPy's own is
-2.5 ulp) because Numba's LLVM has no vector math library; float64 keeps libm.
+is half to even; ``maximum``/``minimum``/``relu`` propagate NaN. float32 ``exp``,
+``log``, ``log2``, ``log10``, ``tanh`` (and ``sigmoid``) use vectorisable polynomials
+(``numba_math``: within NumPy's own float32 error) because Numba's LLVM has no vector
+math library; float64 keeps libm.
 
 Kernels are cached in memory per ``(program.signature, variant)`` and on disk
 (``numba_support.build_kernel``).
@@ -57,6 +58,8 @@ import numba
 import numpy as np
 from numba.core import types
 
+from hermes_nb.codegen import numba_math
+from hermes_nb.codegen.numba_math import LIBM, MATH_HELPER_DEPS, MATH_HELPERS
 from hermes_nb.codegen.numba_support import (
     KernelCache,
     build_kernel,
@@ -83,28 +86,7 @@ _SLICE_MIN = 1 << 16  # elements per thread's slice at least
 
 # ---- helpers emitted into the generated source, per dtype ------------------------------
 _HELPERS: dict[str, str] = {
-    # Cephes expf: Cody-Waite reduction, degree-6 polynomial with fma, 2**n in two
-    # factors so that results down to the subnormals round once. <= 1.02 ulp.
-    "exp": '''
-@njit
-def exp_{t}(x):
-    xc = min(max(x, np.float32(-104.0)), np.float32(89.0))
-    fx = floor_(fma_(xc, np.float32(1.44269504088896341), np.float32(0.5)))
-    r = fma_(fx, np.float32(-0.693359375), xc)
-    r = fma_(fx, np.float32(2.12194440e-4), r)
-    p = np.float32(1.9875691500e-4)
-    p = fma_(p, r, np.float32(1.3981999507e-3))
-    p = fma_(p, r, np.float32(8.3334519073e-3))
-    p = fma_(p, r, np.float32(4.1665795894e-2))
-    p = fma_(p, r, np.float32(1.6666665459e-1))
-    p = fma_(p, r, np.float32(5.0000001201e-1))
-    p = fma_(p * r, r, r) + np.float32(1.0)
-    h = floor_(fx * np.float32(0.5))
-    y = p * pow2_f32_(h) * pow2_f32_(fx - h)
-    y = np.float32(np.inf) if x > np.float32(88.72283935546875) else y
-    y = np.float32(0.0) if x < np.float32(-103.972076416) else y
-    return x if x != x else y
-''',
+    **MATH_HELPERS,
     # npy_divmod: Python-style floor division and remainder, exactly as NumPy's loops
     "fdivmod": '''
 @njit
@@ -177,11 +159,7 @@ def pow_{t}(a, b):
     return result
 ''',
 }
-_HELPER_DEPS = {"floor_divide_f": ("fdivmod",), "remainder_f": ("fdivmod",)}
-
-
-# helpers only float32 has; other dtypes call libm
-_LIBM = {"exp": "math.exp"}
+_HELPER_DEPS = {**MATH_HELPER_DEPS, "floor_divide_f": ("fdivmod",), "remainder_f": ("fdivmod",)}
 
 
 @dataclass(frozen=True)
@@ -210,11 +188,11 @@ NUMBA_FORMS: dict[str, NumbaForms] = {
     "negative": NumbaForms("{Tk}(-{a})", "{T}(-{a})"),
     "abs": NumbaForms("{T}(abs({a}))", "{T}(abs({a}))", "{a}"),
     "exp": NumbaForms("{T}({helper[exp]}({a}))"),
-    "log": NumbaForms("{T}(math.log({a}))"),
+    "log": NumbaForms("{T}({helper[log]}({a}))"),
     "sqrt": NumbaForms("{T}(math.sqrt({a}))"),
     "sin": NumbaForms("{T}(math.sin({a}))"),
     "cos": NumbaForms("{T}(math.cos({a}))"),
-    "tanh": NumbaForms("{T}(math.tanh({a}))"),
+    "tanh": NumbaForms("{T}({helper[tanh]}({a}))"),
     "sigmoid": NumbaForms("{T}({S}(1) / ({S}(1) + {helper[exp]}(-{a})))"),
     # NumPy: NaN in either operand of maximum/minimum wins; on ties the second (vmaxps)
     "relu": NumbaForms("{T}({a} if ({a} > {S}(0)) | ({a} != {a}) else {S}(0))",
@@ -225,8 +203,8 @@ NUMBA_FORMS: dict[str, NumbaForms] = {
     "logical_not": _any("(not {ab})"),
     "expm1": NumbaForms("{T}(math.expm1({a}))"),
     "log1p": NumbaForms("{T}(math.log1p({a}))"),
-    "log2": NumbaForms("{T}(math.log2({a}))"),
-    "log10": NumbaForms("{T}(math.log10({a}))"),
+    "log2": NumbaForms("{T}({helper[log2]}({a}))"),
+    "log10": NumbaForms("{T}({helper[log10]}({a}))"),
     "sinh": NumbaForms("{T}(math.sinh({a}))"),
     "cosh": NumbaForms("{T}(math.cosh({a}))"),
     "tan": NumbaForms("{T}(math.tan({a}))"),
@@ -316,8 +294,8 @@ class _HelperNames:
         self.dtype = dtype
 
     def __getitem__(self, kind: str) -> str:
-        if kind in _LIBM and self.dtype != "float32":
-            return _LIBM[kind]
+        if kind in LIBM and self.dtype != "float32":
+            return LIBM[kind]
         return self.emitter.helper(kind, self.dtype)
 
 
@@ -363,7 +341,7 @@ class _Emitter:
         return getattr(forms, column) if forms is not None and column is not None else None
 
 
-_CODEGEN_HASH = codegen_hash(__file__)
+_CODEGEN_HASH = codegen_hash(__file__, numba_math.__file__)
 
 
 def render(program: Program, variant: Variant) -> str:

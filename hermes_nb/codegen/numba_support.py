@@ -81,6 +81,7 @@ rint_ = _float_intrinsic("rint_", "llvm.rint", 1)  # default rounding mode: half
 trunc_ = _float_intrinsic("trunc_", "llvm.trunc", 1)
 fma_ = _float_intrinsic("fma_", "llvm.fma", 3)
 pow_ = _float_intrinsic("pow_", "llvm.pow", 2)  # C pow, as NumPy's float power
+copysign_ = _float_intrinsic("copysign_", "llvm.copysign", 2)
 
 
 @intrinsic
@@ -97,9 +98,41 @@ def pow2_f32_(typingctx: Any, n: Any) -> Any:
     return types.float32(types.float32), codegen
 
 
+def _f32_bits_intrinsic(name: str, doc: str, lower: Callable[[Any, Any], Any]) -> Any:
+    """A float32 -> float32 intrinsic computed on the bits as int32 (vectorises as lanes)."""
+    def typer(typingctx: Any, x: Any) -> Any:
+        if x != types.float32:
+            return None
+
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            bits = builder.bitcast(args[0], ir.IntType(32))
+            return lower(builder, bits)
+
+        return types.float32(types.float32), codegen
+
+    typer.__name__ = typer.__qualname__ = name
+    typer.__doc__ = doc
+    return intrinsic(typer)
+
+
+def _i32(value: int) -> Any:
+    return ir.Constant(ir.IntType(32), value)
+
+
+frexp_mantissa_f32_ = _f32_bits_intrinsic(
+    "frexp_mantissa_f32_", "m of a normal float32 x = m * 2**e, 0.5 <= |m| < 1 (sign kept)",
+    lambda b, bits: b.bitcast(b.or_(b.and_(bits, _i32(-0x7F800001)), _i32(0x3F000000)),
+                              ir.FloatType()))
+frexp_exponent_f32_ = _f32_bits_intrinsic(
+    "frexp_exponent_f32_", "e of a normal float32 x = m * 2**e, 0.5 <= |m| < 1, as float32",
+    lambda b, bits: b.sitofp(b.sub(b.and_(b.lshr(bits, _i32(23)), _i32(0xFF)), _i32(126)),
+                             ir.FloatType()))
+
+
 # ---- generated modules -------------------------------------------------------------------
-INTRINSICS_IMPORT = ("from hermes_nb.codegen.numba_support import ceil_, floor_, fma_, "
-                     "pow2_f32_, pow_, rint_, trunc_")
+INTRINSICS_IMPORT = ("from hermes_nb.codegen.numba_support import ceil_, copysign_, floor_, "
+                     "fma_, frexp_exponent_f32_, frexp_mantissa_f32_, pow2_f32_, pow_, rint_, "
+                     "trunc_")
 
 
 def codegen_hash(*files: str) -> str:
