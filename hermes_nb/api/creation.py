@@ -170,6 +170,8 @@ def check_representable(array: np.ndarray, op: str, shown: Any = None, name: str
                         ) -> None:
     """Refuse, with ``TypeError`` naming ``op`` and the argument ``name``, what a tensor would
     silently change: a mask, complex values, or elements that are not numbers."""
+    if not isinstance(array, np.ma.MaskedArray) and array.dtype.kind in "biuf":
+        return  # the common case: no preview to build (repr of a large array costs ~0.1 ms)
     what = _short(array if shown is None else shown)
     if isinstance(array, np.ma.MaskedArray):
         raise TypeError(
