@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hermes_nb.backends.base import Device
-from hermes_nb.backends.cpu import fused as cpu_fused
 from hermes_nb.backends.cpu import jit, sources
 from hermes_nb.backends.cpu import matmul as cpu_matmul
+from hermes_nb.backends.cpu import reduce as cpu_reduce
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.settings import env_int
@@ -69,7 +69,7 @@ class CPUDevice(Device):
         return run(self, spec, inputs)
 
     def _run_fused_reduce(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        return cpu_fused.run_reduce(self._ops, spec, inputs, self.runs_generated_kernel(spec))
+        return cpu_reduce.run_reduce(self._ops, spec, inputs, self.runs_generated_kernel(spec))
 
     def _run_fused_matmul(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         # BLAS into the result, then the epilogue in place on this thread
