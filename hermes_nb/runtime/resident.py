@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from dask.sizeof import sizeof
 
 from hermes_nb.backends import get_device
 
@@ -16,11 +18,21 @@ class Resident:
     """A device buffer and the id of the device that holds it.
 
     Pickling (as ``dask.distributed`` does between processes) copies the value
-    to the host; the receiving side uploads it wherever it is needed next.
+    to the host; the receiving side uploads it wherever it is needed next. Dask sees its
+    real size (``dask.sizeof``: memory limits, spilling and locality count device data) and
+    a token of its own (a device buffer cannot be hashed by content, and need not be).
     """
 
     device: str
     buffer: Any
+    token: str = field(default_factory=lambda: uuid.uuid4().hex, compare=False)
+
+    def __dask_tokenize__(self) -> tuple[str, str, str]:
+        return ("hermes-resident", self.device, self.token)
+
+    @property
+    def nbytes(self) -> int:
+        return int(getattr(self.buffer, "nbytes", 0) or sizeof(self.buffer))
 
     def on(self, device_id: str) -> Any:
         """The buffer on ``device_id``, copied through the host when it lives elsewhere."""
@@ -48,3 +60,8 @@ def detached(value: Resident, borrowed: Sequence[np.ndarray]) -> Resident:
         own.flags.writeable = False
         return Resident(value.device, own)
     return value
+
+
+@sizeof.register(Resident)
+def _sizeof_resident(value: Resident) -> int:
+    return value.nbytes
