@@ -40,3 +40,8 @@ class KernelCrashError(KernelBuildError):
                  signal: str = "") -> None:
         super().__init__(message, log=log, source_path=source_path)
         self.signal = signal
+
+
+class ClusterError(RuntimeError):
+    """A ``dask.distributed`` cluster cannot run Hermes graphs (e.g. Hermes is not installed
+    on its scheduler or workers)."""

@@ -17,6 +17,7 @@ import dask.threaded
 from hermes_nb.backends import devices
 from hermes_nb.ir.node import Node, is_borrowed, toposort
 from hermes_nb.runtime import profile
+from hermes_nb.runtime.cluster import check_cluster
 from hermes_nb.runtime.explain import kernel_source, plan_of
 from hermes_nb.runtime.lower import lower
 from hermes_nb.runtime.placement import Placement, place
@@ -66,6 +67,7 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
     try:
         client = _active_client()
         if client is not None:
+            check_cluster(client)
             results = client.get(graph, keys, sync=True)
         else:
             # each task blocks while its device's own thread runs it, so one Dask
