@@ -17,7 +17,7 @@ import dask.threaded
 from hermes_nb.backends import devices
 from hermes_nb.ir.node import Node, is_borrowed, toposort
 from hermes_nb.runtime import profile
-from hermes_nb.runtime.cluster import check_cluster
+from hermes_nb.runtime.cluster import check_cluster, killed_worker_error
 from hermes_nb.runtime.explain import kernel_source, plan_of
 from hermes_nb.runtime.lower import lower
 from hermes_nb.runtime.placement import Placement, place
@@ -67,8 +67,7 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
     try:
         client = _active_client()
         if client is not None:
-            check_cluster(client)
-            results = client.get(graph, keys, sync=True)
+            results = _run_on_cluster(client, graph, keys, optimized)
         else:
             # each task blocks while its device's own thread runs it, so one Dask
             # thread per device lets tasks on different devices overlap
@@ -86,6 +85,19 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
             bar.close()
     borrowed = _borrowed_arrays(optimized)
     return [detached(r, borrowed) for r in results] if borrowed else list(results)
+
+
+def _run_on_cluster(client: Any, graph: dict[Any, Any], keys: list[str],
+                    optimized: list[Node]) -> list[Resident]:
+    check_cluster(client)
+    try:
+        return client.get(graph, keys, sync=True)
+    except Exception as exc:
+        nodes = {n.key: n for n in toposort(optimized)}
+        error = killed_worker_error(exc, graph, nodes)
+        if error is None:
+            raise
+        raise error from exc
 
 
 def _borrowed_arrays(graph: list[Node]) -> list[Any]:

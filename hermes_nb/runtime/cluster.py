@@ -35,3 +35,27 @@ def check_cluster(client: Any, module: str = "hermes_nb") -> None:
             f"objects, so the scheduler and every worker need it (pip install {module} in "
             "their environments, the same version as here)")
     _checked.add((client.id, address))
+
+
+def killed_worker_error(exc: BaseException, graph: dict[Any, Any],
+                        nodes: dict[str, Any]) -> ClusterError | None:
+    """``distributed.KilledWorker`` as a ``ClusterError`` naming the user's op, its shapes
+    and the worker, or None for any other exception. ``nodes``: node key -> node."""
+    if type(exc).__name__ != "KilledWorker" or not hasattr(exc, "task"):
+        return None
+    node = nodes.get(exc.task)
+    what = _describe(node, graph.get(exc.task)) if node is not None else str(exc.task)
+    worker = getattr(exc.last_worker, "address", exc.last_worker)
+    return ClusterError(
+        f"{what} killed its worker {exc.allowed_failures + 1} time(s), last {worker} "
+        "(dask's distributed.scheduler.allowed-failures is "
+        f"{exc.allowed_failures}): the worker process died while running it, e.g. out of "
+        "memory or a crashing driver; check the worker's log")
+
+
+def _describe(node: Any, task: Any) -> str:
+    from hermes_nb.ir.node import OpSpec
+
+    device = task[1].device if isinstance(task, tuple) and len(task) > 1 and isinstance(
+        task[1], OpSpec) else node.device
+    return f"{OpSpec.of(node, device).describe()} on {device or 'a worker device'}"

@@ -3,6 +3,7 @@ instead of Dask's "Error during deserialization of the task graph"."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 
 import numpy as np
@@ -41,3 +42,37 @@ def test_a_cluster_with_hermes_runs_graphs(client) -> None:
     check_cluster(client)
     a = np.arange(64, dtype=np.float32)
     np.testing.assert_allclose((hm.asarray(a) * 3.0 + 1.0).numpy(), a * 3 + 1)
+
+
+def _die_in_execute() -> None:
+    """On a worker: the next cpu:0 kernel kills the worker process (as a crashing driver
+    or the kernel's OOM killer would)."""
+    import os
+
+    from hermes_nb.backends.cpu.device import CPUDevice
+
+    CPUDevice.execute = lambda self, spec, inputs: os._exit(1)
+
+
+# distributed leaves the dead worker's socket for the garbage collector to close
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+def test_a_killed_worker_names_the_op_shapes_and_worker() -> None:
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                           host="127.0.0.1", dashboard_address=None)
+        try:
+            with distributed.Client(cluster) as c:
+                c.run(_die_in_execute)
+                a = np.ones((40, 30), np.float32)
+                with hm.device("cpu:0"), pytest.raises(ClusterError) as info:
+                    (hm.exp(hm.asarray(a)) * 2.0).numpy()
+        finally:
+            cluster.close()
+            gc.collect()  # close the dead worker's socket here, under this test's filters
+    message = str(info.value)
+    assert "fused_elementwise(float32[40, 30]) -> float32[40, 30] on cpu:0" in message
+    assert "killed its worker 1 time(s), last tcp://127.0.0.1:" in message
+    assert "allowed-failures is 0" in message
