@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.backends.base import PASS_SEPARATOR
+from hermes_nb.backends.opencl.buffers import c_strides
 from hermes_nb.backends.opencl.capabilities import KernelDevice
 from hermes_nb.codegen import c_fused, c_source
 from hermes_nb.codegen import opencl_templates as src
@@ -50,16 +51,8 @@ def _flat_to(dev: KernelDevice, x: Any, shape: Sequence[int], target: tuple[int,
     if x.size in (1, n):
         return x
     out = dev.empty(target, x.dtype)
-    dev.copy_strided(out, 0, _c_strides(target), x, 0, broadcast_strides(shape, target), target)
+    dev.copy_strided(out, 0, c_strides(target), x, 0, broadcast_strides(shape, target), target)
     return out
-
-
-def _c_strides(shape: Sequence[int]) -> list[int]:
-    out, acc = [], 1
-    for s in reversed(shape):
-        out.append(acc)
-        acc *= s
-    return out[::-1]
 
 
 def fused_reduce(dev: KernelDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:

@@ -127,11 +127,13 @@ class HostMemory:
         """Release (or pool) the retired host memory whose commands have finished."""
         with self._lock:
             retired, self._retired = self._retired, []
-        done = [r for r in retired if r[0] is None or r[0].command_execution_status == 0]
-        waiting = [r for r in retired if not (r[0] is None or r[0].command_execution_status == 0)]
+        done, waiting = [], []
+        for entry in retired:  # one status query per marker (CL_COMPLETE is 0)
+            marker = entry[0]
+            (done if marker is None or marker.command_execution_status == 0 else waiting).append(entry)
         with self._lock:
             self._retired.extend(waiting)
-            for _, host, reusable in done:  # CL_COMPLETE is 0
+            for _, host, reusable in done:
                 if reusable and self._held + host.nbytes <= self.keep_bytes:
                     self._held += host.nbytes
                     self._free.setdefault(host.nbytes, []).append(host)
