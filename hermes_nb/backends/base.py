@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar, TypeVar
 
@@ -93,6 +94,10 @@ class Device(ABC):
         the base dict rather than replace it.
     ``survives_fork``
         Whether a forked child may keep using the device (default: only ``cpu``).
+    ``runs_on_caller`` (class attribute, default False)
+        True where ``execute`` is safe on any thread: ``run`` then works on the calling
+        thread under the device's lock instead of handing the work to the device's own
+        thread, and a graph placed only on such devices runs on the calling thread.
     """
 
     #: the device's kind, the part of its id before ``':'`` (required)
@@ -100,6 +105,10 @@ class Device(ABC):
     #: compiler-made ops this device can run (the compiler fuses only for these);
     #: empty: the compiler sends single ops
     fused_ops: ClassVar[frozenset[str]] = frozenset()
+    #: ``run`` works on the calling thread (under ``_run_lock``), not the device's thread:
+    #: each hand-off wakes a sleeping thread, which on an idle core costs more than a
+    #: short kernel (see ``Device`` above)
+    runs_on_caller: ClassVar[bool] = False
 
     def __init__(
         self, index: int, name: str, *, memory_bytes: int, compute_units: int, fp64: bool
@@ -111,6 +120,7 @@ class Device(ABC):
         self.fp64 = fp64
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
+        self._run_lock = threading.RLock()
         self.counters = LoadCounters()
         #: runs on the host's CPU cores (cpu:0, OpenCL CPU devices): two such devices add
         #: no throughput together, so co-execution never splits a kernel between them
@@ -134,6 +144,7 @@ class Device(ABC):
         driver context does not survive a fork is marked unusable."""
         self._executor = None
         self._executor_lock = threading.Lock()
+        self._run_lock = threading.RLock()
         self.counters = LoadCounters()
         if not self.survives_fork:
             self.unusable_reason = (
@@ -184,14 +195,35 @@ class Device(ABC):
         return self._executor.submit(self._counted, fn, args, estimate_s)
 
     def _counted(self, fn: Callable[..., T], args: tuple[Any, ...], estimate_s: float) -> T:
-        self.counters.started(estimate_s)
+        with self._serialised():
+            self.counters.started(estimate_s)
+            try:
+                return fn(*args)
+            finally:
+                self.counters.finished()
+
+    @contextlib.contextmanager
+    def _serialised(self) -> Iterator[None]:
+        """Hold the device's lock where work runs on callers' threads (one at a time, as
+        on the device's own thread); taken in short waits so an interrupt is seen."""
+        if not self.runs_on_caller:
+            yield
+            return
+        while not self._run_lock.acquire(timeout=0.2):
+            pass
         try:
-            return fn(*args)
+            yield
         finally:
-            self.counters.finished()
+            self._run_lock.release()
 
     def run(self, fn: Callable[..., T], *args: Any, estimate_s: float = 0.0) -> T:
-        """Run ``fn(*args)`` on the worker thread and wait for its result."""
+        """Run ``fn(*args)`` on the worker thread (the calling thread where
+        ``runs_on_caller``) and wait for its result."""
+        if self.runs_on_caller:
+            if self.unusable_reason is not None:
+                raise DeviceError(self.unusable_reason, device=self.id)
+            self.counters.submitted(estimate_s)
+            return self._counted(fn, args, estimate_s)
         if threading.current_thread().name.startswith(f"hermes-{self.id}_"):
             return fn(*args)  # already on this device's thread
         return self.submit(fn, *args, estimate_s=estimate_s).result()

@@ -51,6 +51,8 @@ class LoadCounters:
         with self._lock:
             if self._started_at is not None:
                 self._intervals.append((self._started_at, now))
+            while self._intervals and self._intervals[0][1] <= now - WINDOW_S:
+                self._intervals.popleft()  # outside the window: snapshots skip them anyway
             self._started_at = None
             self._running_estimate = 0.0
             self._queued -= 1

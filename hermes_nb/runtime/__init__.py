@@ -12,9 +12,10 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import dask.local
 import dask.threaded
 
-from hermes_nb.backends import devices
+from hermes_nb.backends import devices, get_device
 from hermes_nb.ir.node import Node, is_borrowed, toposort
 from hermes_nb.runtime import profile
 from hermes_nb.runtime.cluster import check_cluster, killed_worker_error
@@ -68,6 +69,8 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
         client = _active_client()
         if client is not None:
             results = _run_on_cluster(client, graph, keys, optimized)
+        elif _on_caller_devices_only(placed):
+            results = dask.local.get_sync(graph, keys)
         else:
             # each task blocks while its device's own thread runs it, so one Dask
             # thread per device lets tasks on different devices overlap
@@ -85,6 +88,14 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
             bar.close()
     borrowed = _borrowed_arrays(optimized)
     return [detached(r, borrowed) for r in results] if borrowed else list(results)
+
+
+def _on_caller_devices_only(placed: dict[int, Placement]) -> bool:
+    """Whether every value lives on devices that run work on the calling thread: the graph
+    then runs there too, with no hand-off between threads (each wakes a sleeping one)."""
+    ids = {p.device for p in placed.values()} | {t.device for p in placed.values()
+                                                  for t in p.tiles}
+    return all(get_device(i).runs_on_caller for i in ids)
 
 
 def _run_on_cluster(client: Any, graph: dict[Any, Any], keys: list[str],

@@ -1,4 +1,5 @@
-"""The local runtime: each device's work runs on its own thread, devices overlap."""
+"""The local runtime: each device's work runs on its own thread (or, for devices that run
+on the caller's thread, one kernel at a time there), devices overlap."""
 
 from __future__ import annotations
 
@@ -21,7 +22,45 @@ def test_each_device_runs_on_its_own_thread(device, monkeypatch):
     monkeypatch.setattr(device, "execute", recording)
     with hm.device(device):
         (hm.arange(8, dtype="float32") * 2 + 1).numpy()
-    assert seen and all(name.startswith(f"hermes-{device.id}_") for name in seen)
+    # a graph placed only on caller-thread devices runs where compute() was called
+    expected = (threading.current_thread().name if device.runs_on_caller
+                else f"hermes-{device.id}_")
+    assert seen and all(name.startswith(expected) for name in seen)
+
+
+def test_caller_thread_device_runs_one_kernel_at_a_time(monkeypatch):
+    """Computes from several threads on a caller-thread device never overlap in it."""
+    device = hm.get_device("cpu:0")
+    assert device.runs_on_caller
+    inside, most = [0], [0]
+    guard = threading.Lock()
+    original = device.execute
+
+    def counting(spec, inputs):
+        with guard:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        try:
+            threading.Event().wait(0.02)  # long enough for the other threads to arrive
+            return original(spec, inputs)
+        finally:
+            with guard:
+                inside[0] -= 1
+
+    monkeypatch.setattr(device, "execute", counting)
+    results: list[np.ndarray] = []
+
+    def work(k: int) -> None:
+        with hm.device("cpu:0"):
+            results.append((hm.arange(16, dtype="float32") * k).numpy())
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1
+    assert sorted(float(r[1]) for r in results) == [0.0, 1.0, 2.0, 3.0]
 
 
 @pytest.mark.skipif(len(hm.devices()) < 2, reason="needs two devices to show overlap")

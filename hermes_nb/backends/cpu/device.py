@@ -27,6 +27,8 @@ def _memory_bytes() -> int:
 class CPUDevice(Device):
     kind = "cpu"
     fused_ops = frozenset({"fused_elementwise", "fused_reduce", "fused_matmul", "fused_stencil"})
+    # NumPy and Numba's threading layer (tbb/omp) are safe from any thread
+    runs_on_caller = True
 
     def __init__(self) -> None:
         import platform
