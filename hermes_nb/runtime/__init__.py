@@ -12,7 +12,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-import dask.local
+import dask.core
 import dask.threaded
 
 from hermes_nb.backends import devices, get_device
@@ -70,7 +70,7 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
         if client is not None:
             results = _run_on_cluster(client, graph, keys, optimized)
         elif _on_caller_devices_only(placed):
-            results = dask.local.get_sync(graph, keys)
+            results = dask.core.get(graph, keys)  # Dask's plainest executor: least overhead
         else:
             # each task blocks while its device's own thread runs it, so one Dask
             # thread per device lets tasks on different devices overlap
