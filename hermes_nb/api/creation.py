@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.api.graph import make_node
+from hermes_nb.api.namespace_info import DeviceLike, on_device
 from hermes_nb.api.tensor import Tensor
 from hermes_nb.ir import dtypes
 from hermes_nb.ir.node import BORROWED
@@ -194,9 +195,11 @@ def _all_ints(obj: Any) -> bool:
     return isinstance(obj, int)
 
 
-def full(shape: ShapeLike, fill_value: bool | int | float, dtype: object = None) -> Tensor:
-    """A tensor of ``shape`` filled with ``fill_value``."""
-    return _full(shape, fill_value, dtype, "full")
+def full(shape: ShapeLike, fill_value: bool | int | float, dtype: object = None, *,
+         device: DeviceLike = None) -> Tensor:
+    """A tensor of ``shape`` filled with ``fill_value``, pinned to ``device`` if given."""
+    with on_device(device, "full"):
+        return _full(shape, fill_value, dtype, "full")
 
 
 def _full(shape: ShapeLike, fill_value: bool | int | float, dtype: object, op: str) -> Tensor:
@@ -228,18 +231,30 @@ def _fill_value(fill_value: bool | int | float | np.generic, dt: np.dtype) -> bo
     return np.asarray(plain).astype(dt).item()
 
 
-def zeros(shape: ShapeLike, dtype: object = None) -> Tensor:
-    return _full(shape, 0, dtype if dtype is not None else dtypes.float64, "zeros")
+def zeros(shape: ShapeLike, dtype: object = None, *, device: DeviceLike = None) -> Tensor:
+    """A tensor of zeros (float64 by default), pinned to ``device`` if given."""
+    with on_device(device, "zeros"):
+        return _full(shape, 0, dtype if dtype is not None else dtypes.float64, "zeros")
 
 
-def ones(shape: ShapeLike, dtype: object = None) -> Tensor:
-    return _full(shape, 1, dtype if dtype is not None else dtypes.float64, "ones")
+def ones(shape: ShapeLike, dtype: object = None, *, device: DeviceLike = None) -> Tensor:
+    """A tensor of ones (float64 by default), pinned to ``device`` if given."""
+    with on_device(device, "ones"):
+        return _full(shape, 1, dtype if dtype is not None else dtypes.float64, "ones")
 
 
 def arange(
-    start: int | float, stop: int | float | None = None, step: int | float = 1, dtype: object = None
+    start: int | float, stop: int | float | None = None, step: int | float = 1, dtype: object = None,
+    *, device: DeviceLike = None,
 ) -> Tensor:
-    """Evenly spaced values in ``[start, stop)``, like ``numpy.arange``."""
+    """Evenly spaced values in ``[start, stop)``, like ``numpy.arange``, pinned to ``device``
+    if given."""
+    with on_device(device, "arange"):
+        return _arange(start, stop, step, dtype)
+
+
+def _arange(start: int | float, stop: int | float | None, step: int | float, dtype: object
+            ) -> Tensor:
     if stop is None:
         start, stop = 0, start
     if step == 0:

@@ -159,3 +159,241 @@ def getitem(x: Tensor, key: Any) -> Tensor:
             starts=tuple(starts), steps=tuple(steps), sizes=tuple(sizes), keep=tuple(keep),
         ))
     return reshape(sliced, tuple(out_shape))
+
+
+# ---- the array API's manipulation functions, as compositions of the ops above ----------
+def _axis_list(op: str, axis: int | Sequence[int], ndim: int) -> tuple[int, ...]:
+    """``axis`` (an int or a sequence of ints) as non-negative axes, in the given order;
+    a repeated axis is a ``ValueError``."""
+    if isinstance(axis, (int, np.integer)) and not isinstance(axis, (bool, np.bool_)):
+        given: tuple[Any, ...] = (int(axis),)
+    elif isinstance(axis, (list, tuple)):
+        given = tuple(int(a) if isinstance(a, np.integer) else a for a in axis)
+    else:
+        raise TypeError(f"{op}: axis must be an int or a tuple of ints, got {axis!r}")
+    out = tuple(infer.normalize_axis(op, a, ndim) for a in given)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op}: axis {tuple(given)} repeats an axis")
+    return out
+
+
+def matrix_transpose(x: Any, /) -> Tensor:
+    """Swap the last two axes (a stack of matrices transposed); ``x.mT`` is the same.
+
+    >>> import hermes_nb as hm
+    >>> hm.matrix_transpose(hm.zeros((4, 2, 3))).shape
+    (4, 3, 2)
+    """
+    t = _as_tensor(x, "matrix_transpose")
+    if t.ndim < 2:
+        raise ValueError(f"matrix_transpose: x must have at least 2 dimensions, got shape "
+                         f"{infer.fmt(t.shape)}")
+    return permute_dims(t, (*range(t.ndim - 2), t.ndim - 1, t.ndim - 2))
+
+
+def expand_dims(x: Any, /, *, axis: int = 0) -> Tensor:
+    """``x`` with a new axis of size 1 at position ``axis`` (``-x.ndim - 1`` to ``x.ndim``).
+
+    >>> import hermes_nb as hm
+    >>> hm.expand_dims(hm.zeros((2, 3)), axis=-1).shape
+    (2, 3, 1)
+    """
+    t = _as_tensor(x, "expand_dims")
+    ax = infer.normalize_axis("expand_dims", axis, t.ndim + 1)
+    return reshape(t, (*t.shape[:ax], 1, *t.shape[ax:]))
+
+
+def squeeze(x: Any, /, axis: int | Sequence[int] | None = None) -> Tensor:
+    """``x`` without the size-1 axes ``axis`` (an int or a tuple). ``axis=None`` removes
+    every size-1 axis: NumPy's default, outside the standard (where ``axis`` is required).
+
+    >>> import hermes_nb as hm
+    >>> hm.squeeze(hm.zeros((1, 3, 1)), axis=0).shape
+    (3, 1)
+    """
+    t = _as_tensor(x, "squeeze")
+    if axis is None:
+        axes = tuple(i for i, s in enumerate(t.shape) if s == 1)
+    else:
+        axes = _axis_list("squeeze", axis, t.ndim)
+    for a in axes:
+        if t.shape[a] != 1:
+            raise ValueError(f"squeeze: axis {a} has size {t.shape[a]}, only axes of size 1 "
+                             f"can be removed (shape {infer.fmt(t.shape)})")
+    return reshape(t, tuple(s for i, s in enumerate(t.shape) if i not in axes))
+
+
+def flip(x: Any, /, *, axis: int | Sequence[int] | None = None) -> Tensor:
+    """``x`` with the order of elements reversed along ``axis`` (every axis by default).
+
+    >>> import hermes_nb as hm
+    >>> hm.flip(hm.arange(4)).numpy().tolist()
+    [3, 2, 1, 0]
+    """
+    t = _as_tensor(x, "flip")
+    axes = range(t.ndim) if axis is None else _axis_list("flip", axis, t.ndim)
+    if not axes or t.size == 0:
+        return t
+    key = tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(t.ndim))
+    return getitem(t, key)
+
+
+def roll(x: Any, /, shift: int | Sequence[int], *,
+         axis: int | Sequence[int] | None = None) -> Tensor:
+    """Elements shifted by ``shift`` places along ``axis``, those that fall off the end
+    coming back at the start; ``axis=None`` rolls the flattened tensor.
+
+    >>> import hermes_nb as hm
+    >>> hm.roll(hm.arange(5), 2).numpy().tolist()
+    [3, 4, 0, 1, 2]
+    """
+    t = _as_tensor(x, "roll")
+    shifts = _int_tuple("roll", "shift", shift)
+    if axis is None:
+        if len(shifts) != 1:
+            raise ValueError(f"roll: shift {shift!r} must be one int when axis is None")
+        return reshape(roll(reshape(t, (-1,)), shifts[0], axis=0), t.shape)
+    axes = _int_tuple("roll", "axis", axis)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: shift {shift!r} and axis {axis!r} must have the same length")
+    out = t
+    for s, a in zip(shifts, axes):
+        out = _roll_axis(out, s, infer.normalize_axis("roll", a, t.ndim))
+    return out
+
+
+def _int_tuple(op: str, name: str, value: Any) -> tuple[int, ...]:
+    items = value if isinstance(value, (list, tuple)) else (value,)
+    for v in items:
+        if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"{op}: {name} must be an int or a tuple of ints, got {value!r}")
+    return tuple(int(v) for v in items)
+
+
+def _roll_axis(t: Tensor, shift: int, axis: int) -> Tensor:
+    size = t.shape[axis]
+    if size == 0 or shift % size == 0:
+        return t
+    cut = size - shift % size
+    before = (slice(None),) * axis
+    return concat([getitem(t, (*before, slice(cut, None))),
+                   getitem(t, (*before, slice(None, cut)))], axis=axis)
+
+
+def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[int], /
+             ) -> Tensor:
+    """``x`` with the axes ``source`` moved to the positions ``destination``, the other
+    axes keeping their order.
+
+    >>> import hermes_nb as hm
+    >>> hm.moveaxis(hm.zeros((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+    """
+    t = _as_tensor(x, "moveaxis")
+    src = _axis_list("moveaxis", source, t.ndim)
+    dst = _axis_list("moveaxis", destination, t.ndim)
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis: source {source!r} and destination {destination!r} must "
+                         "name the same number of axes")
+    order = [a for a in range(t.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute_dims(t, order)
+
+
+def broadcast_arrays(*arrays: Any) -> list[Tensor]:
+    """The tensors broadcast against each other, each to the common shape.
+
+    >>> import hermes_nb as hm
+    >>> [t.shape for t in hm.broadcast_arrays(hm.zeros((3, 1)), hm.zeros(4))]
+    [(3, 4), (3, 4)]
+    """
+    ts = [_as_tensor(a, "broadcast_arrays") for a in arrays]
+    shape = infer.broadcast_shapes("broadcast_arrays", *(t.shape for t in ts))
+    return [broadcast_to(t, shape) for t in ts]
+
+
+def tile(x: Any, repetitions: Sequence[int], /) -> Tensor:
+    """``x`` repeated ``repetitions[i]`` times along axis i (the shorter of ``x.shape`` and
+    ``repetitions`` padded with leading 1s), like ``numpy.tile``.
+
+    >>> import hermes_nb as hm
+    >>> hm.tile(hm.arange(3), (2,)).numpy().tolist()
+    [0, 1, 2, 0, 1, 2]
+    """
+    t = _as_tensor(x, "tile")
+    if not isinstance(repetitions, (list, tuple)):
+        raise TypeError(f"tile: repetitions must be a tuple of ints, got {repetitions!r}")
+    reps = _int_tuple("tile", "repetitions", tuple(repetitions))
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: repetitions {tuple(reps)} must not be negative")
+    ndim = max(t.ndim, len(reps))
+    reps = (1,) * (ndim - len(reps)) + reps
+    shape = (1,) * (ndim - t.ndim) + t.shape
+    pairs = [d for s in shape for d in (1, s)]
+    spread = [d for r, s in zip(reps, shape) for d in (r, s)]
+    return reshape(broadcast_to(reshape(t, pairs), spread),
+                   tuple(r * s for r, s in zip(reps, shape)))
+
+
+def repeat(x: Any, repeats: int | Sequence[int] | Tensor, /, *, axis: int | None = None
+           ) -> Tensor:
+    """Each element repeated ``repeats`` times along ``axis`` (the flattened tensor when
+    None). ``repeats`` is an int or one count per element along ``axis``: the output's
+    shape depends on those counts, so a Tensor of counts is computed when the graph is
+    built (the standard leaves this data-dependent form optional).
+
+    >>> import hermes_nb as hm
+    >>> hm.repeat(hm.asarray([1, 2]), 2).numpy().tolist()
+    [1, 1, 2, 2]
+    """
+    t = _as_tensor(x, "repeat")
+    if axis is None:
+        t, axis = reshape(t, (-1,)), 0
+    ax = infer.normalize_axis("repeat", axis, t.ndim)
+    counts = _repeat_counts(repeats, t.shape[ax])
+    if isinstance(counts, int):
+        expanded = reshape(t, (*t.shape[:ax + 1], 1, *t.shape[ax + 1:]))
+        spread = broadcast_to(expanded, (*t.shape[:ax + 1], counts, *t.shape[ax + 1:]))
+        return reshape(spread, (*t.shape[:ax], t.shape[ax] * counts, *t.shape[ax + 1:]))
+    before = (slice(None),) * ax
+    pieces = [repeat(getitem(t, (*before, slice(i, i + 1))), n, axis=ax)
+              for i, n in enumerate(counts) if n]
+    if not pieces:
+        return getitem(t, (*before, slice(0, 0)))
+    return concat(pieces, axis=ax)
+
+
+def _repeat_counts(repeats: Any, size: int) -> int | tuple[int, ...]:
+    if isinstance(repeats, Tensor):
+        if not dtypes.is_integer(repeats.dtype):
+            raise TypeError(f"repeat: repeats must hold integers, got dtype {repeats.dtype.name}")
+        repeats = repeats.numpy().tolist()
+    elif isinstance(repeats, np.ndarray):
+        repeats = repeats.tolist()
+    if isinstance(repeats, (list, tuple)) and len(repeats) == 1 and size != 1:
+        repeats = repeats[0]  # one count for every element broadcasts (NumPy)
+    counts = _int_tuple("repeat", "repeats", repeats)
+    if any(c < 0 for c in counts):
+        raise ValueError(f"repeat: repeats {repeats!r} must not be negative")
+    if isinstance(repeats, (list, tuple)):
+        if len(counts) != size:
+            raise ValueError(f"repeat: repeats has {len(counts)} counts, but the axis has "
+                             f"size {size}; give one count per element or a single int")
+        return counts
+    return counts[0]
+
+
+def unstack(x: Any, /, *, axis: int = 0) -> tuple[Tensor, ...]:
+    """The slices of ``x`` along ``axis``, as a tuple of tensors.
+
+    >>> import hermes_nb as hm
+    >>> [t.shape for t in hm.unstack(hm.zeros((2, 3)), axis=1)]
+    [(2,), (2,), (2,)]
+    """
+    t = _as_tensor(x, "unstack")
+    if t.ndim == 0:
+        raise ValueError("unstack: x must have at least 1 dimension, got a 0-d tensor")
+    ax = infer.normalize_axis("unstack", axis, t.ndim)
+    before = (slice(None),) * ax
+    return tuple(getitem(t, (*before, i)) for i in range(t.shape[ax]))

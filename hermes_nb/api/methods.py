@@ -6,11 +6,12 @@ imports this module, so every ``Tensor`` has them."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from hermes_nb.api import creation, elementwise, linalg, manipulation, reductions
+from hermes_nb.api import creation, elementwise, linalg, manipulation, namespace_info, reductions
 from hermes_nb.api import random as api_random
 from hermes_nb.api.tensor import Tensor
 
@@ -78,9 +79,28 @@ def _transposed(self: Tensor) -> Tensor:
     return manipulation.transpose(self)
 
 
+def _matrix_transposed(self: Tensor) -> Tensor:
+    return manipulation.matrix_transpose(self)
+
+
 def _reshape(self: Tensor, *shape: int | Sequence[int]) -> Tensor:
     target = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
     return manipulation.reshape(self, target)  # type: ignore[arg-type]
+
+
+# ---- the array API's array object ----------------------------------------------------
+def _array_namespace(self: Tensor, /, *, api_version: str | None = None) -> ModuleType:
+    """``hermes_nb``, the array API namespace of tensors (``api_version`` None or one of
+    2021.12 to 2024.12)."""
+    return namespace_info.array_namespace(api_version)
+
+
+def _to_device(self: Tensor, device: str | Any, /, *, stream: None = None) -> Tensor:
+    """This tensor's value on ``device`` (an id or a ``hm.Device``), like ``t.to(device)``;
+    ``stream`` must be None (Hermes orders work on each device itself)."""
+    if stream is not None:
+        raise ValueError(f"to_device: stream={stream!r} is not supported; pass None")
+    return self.to(namespace_info.device_id(device, "to_device"))
 
 
 # ---- reductions ----------------------------------------------------------------------
@@ -109,6 +129,8 @@ def _methods() -> dict[str, Any]:
         "__neg__": _unary(elementwise.negative), "__abs__": _unary(elementwise.abs),
         "__invert__": _unary(elementwise.logical_not, operator="~"),
         "__getitem__": _getitem, "T": property(_transposed), "reshape": _reshape,
+        "mT": property(_matrix_transposed), "__array_namespace__": _array_namespace,
+        "to_device": _to_device,
         "var": _spread(reductions.var), "std": _spread(reductions.std),
     }
     for name, fn in _REFLECTED.items():

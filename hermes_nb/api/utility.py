@@ -1,0 +1,137 @@
+"""The array API's ``all``, ``any``, ``count_nonzero``, ``diff`` and ``cumulative_sum``,
+built from the reductions, slicing, ``concat`` and elementwise ops (no kernels of their
+own): ``all``/``any``/``count_nonzero`` are one fused reduction each."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hermes_nb.api.creation import full
+from hermes_nb.api.elementwise import _as_tensor, astype, equal, greater
+from hermes_nb.api.manipulation import broadcast_to, concat, getitem, reshape
+from hermes_nb.api.reductions import sum as _sum
+from hermes_nb.api.tensor import Tensor
+from hermes_nb.ir import dtypes, infer
+
+Axis = int | Sequence[int] | None
+
+
+def _count_true(op: str, x: Any, axis: Axis, keepdims: bool, *, negate: bool = False
+                ) -> Tensor:
+    t = _as_tensor(x, op)
+    infer.normalize_axes(op, axis, t.ndim)  # checks axis, naming op
+    truth = astype(t, dtypes.bool_)
+    if negate:
+        truth = equal(truth, False)
+    return _sum(truth, axis=axis, keepdims=keepdims)
+
+
+def count_nonzero(x: Any, /, *, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """How many elements of ``x`` are nonzero (True for bool), over ``axis``; int64.
+
+    >>> import hermes_nb as hm
+    >>> int(hm.count_nonzero(hm.asarray([0, 3, 0, 1])))
+    2
+    """
+    return _count_true("count_nonzero", x, axis, keepdims)
+
+
+def any(x: Any, /, *, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Whether any element over ``axis`` is nonzero (False over no elements).
+
+    >>> import hermes_nb as hm
+    >>> bool(hm.any(hm.asarray([0, 0, 2])))
+    True
+    """
+    return greater(_count_true("any", x, axis, keepdims), 0)
+
+
+def all(x: Any, /, *, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Whether every element over ``axis`` is nonzero (True over no elements).
+
+    >>> import hermes_nb as hm
+    >>> bool(hm.all(hm.asarray([1, 0, 2])))
+    False
+    """
+    return equal(_count_true("all", x, axis, keepdims, negate=True), 0)
+
+
+def _along(axis: int, key: slice) -> tuple[slice, ...]:
+    return (*(slice(None),) * axis, key)
+
+
+def diff(x: Any, /, *, axis: int = -1, n: int = 1, prepend: Any = None,
+         append: Any = None) -> Tensor:
+    """The ``n``-th forward difference ``x[i + 1] - x[i]`` along ``axis``, after joining
+    ``prepend`` and ``append`` to ``x`` along it. For bool tensors the difference is
+    ``x[i + 1] != x[i]``, as in NumPy (the standard asks for numeric tensors).
+
+    >>> import hermes_nb as hm
+    >>> hm.diff(hm.asarray([1, 4, 9, 16])).numpy().tolist()
+    [3, 5, 7]
+    """
+    t = _as_tensor(x, "diff")
+    if t.ndim == 0:
+        raise ValueError("diff: x must have at least 1 dimension, got a 0-d tensor")
+    ax = infer.normalize_axis("diff", axis, t.ndim)
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"diff: n must be a non-negative int, got {n!r}")
+    parts = [_edge("prepend", prepend, t, ax), t, _edge("append", append, t, ax)]
+    joined = [p for p in parts if p is not None]
+    out = concat(joined, axis=ax) if len(joined) > 1 else t
+    for _ in range(int(n)):
+        if out.shape[ax] == 0:
+            break
+        high = getitem(out, _along(ax, slice(1, None)))
+        low = getitem(out, _along(ax, slice(None, -1)))
+        out = high != low if dtypes.is_bool(out.dtype) else high - low
+    return out
+
+
+def _edge(name: str, value: Any, t: Tensor, axis: int) -> Tensor | None:
+    if value is None:
+        return None
+    edge = _as_tensor(value, "diff")
+    if edge.ndim == 0:  # a scalar is broadcast to one slice along axis (NumPy)
+        return broadcast_to(reshape(edge, (1,) * t.ndim), (*t.shape[:axis], 1, *t.shape[axis + 1:]))
+    if edge.ndim != t.ndim:
+        raise ValueError(f"diff: {name} of shape {infer.fmt(edge.shape)} must be a scalar or "
+                         f"have {t.ndim} dimensions like x (shape {infer.fmt(t.shape)})")
+    return edge
+
+
+def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: object = None,
+                   include_initial: bool = False) -> Tensor:
+    """Running sums along ``axis`` (which may be None only for a 1-D ``x``), in ``dtype``
+    (by default as ``sum``: int64 for bool and integers, else ``x``'s dtype). With
+    ``include_initial`` the result starts with a 0. Computed in log2(n) shifted adds
+    (Hillis-Steele), each one fused elementwise kernel, so float sums may round
+    differently from a sequential loop.
+
+    >>> import hermes_nb as hm
+    >>> hm.cumulative_sum(hm.asarray([1, 2, 3, 4])).numpy().tolist()
+    [1, 3, 6, 10]
+    """
+    t = _as_tensor(x, "cumulative_sum")
+    if axis is None:
+        if t.ndim != 1:
+            raise ValueError(f"cumulative_sum: axis must be given for a tensor of shape "
+                             f"{infer.fmt(t.shape)}; it may be None only for a 1-D tensor")
+        axis = 0
+    if t.ndim == 0:
+        raise ValueError("cumulative_sum: x must have at least 1 dimension, got a 0-d tensor")
+    ax = infer.normalize_axis("cumulative_sum", axis, t.ndim)
+    work = dtypes.as_dtype(dtype, op="cumulative_sum") if dtype is not None else (
+        dtypes.int64 if not dtypes.is_float(t.dtype) else t.dtype)
+    out = astype(t, work)
+    size, shift = t.shape[ax], 1
+    while shift < size:
+        pad = full((*t.shape[:ax], shift, *t.shape[ax + 1:]), 0, work)
+        out = out + concat([pad, getitem(out, _along(ax, slice(None, size - shift)))], axis=ax)
+        shift *= 2
+    if include_initial:
+        out = concat([full((*t.shape[:ax], 1, *t.shape[ax + 1:]), 0, work), out], axis=ax)
+    return out
