@@ -1,5 +1,10 @@
 """The performance history: every kernel run, kept in SQLite in the user cache directory.
 
+Runs and link measurements are keyed by host and device: a cache directory shared by
+several machines (a home on NFS) never lets one machine's ``opencl:0`` stand for
+another's. Schema 1 files (no host) are migrated in place to schema 2, their rows
+attributed to the host that opens them first.
+
 Several processes (notebook kernels, Dask workers) share one file. Each opens it in
 WAL mode with a busy timeout, and writes in short batched transactions: ``record()``
 only appends to an in-memory batch (safe from any thread, no I/O), and the batch is
@@ -14,7 +19,9 @@ from __future__ import annotations
 import atexit
 import contextlib
 import math
+import functools
 import os
+import socket
 import sqlite3
 import threading
 import time
@@ -27,15 +34,25 @@ from typing import Any
 
 from hermes_nb.cache import cache_dir
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "perf_history.sqlite3"
-#: rows kept per (signature, device); older runs are pruned on flush
+#: rows kept per (signature, host, device); older runs are pruned on flush
 KEEP_PER_PAIR = 512
 #: pending runs kept in memory at most while the database is unavailable
 MAX_PENDING = 10_000
 
+_LINKS = """
+CREATE TABLE IF NOT EXISTS links (
+    host TEXT NOT NULL DEFAULT '',
+    device TEXT NOT NULL,
+    h2d_latency_s REAL NOT NULL,
+    h2d_bytes_per_s REAL NOT NULL,
+    d2h_latency_s REAL NOT NULL,
+    d2h_bytes_per_s REAL NOT NULL,
+    measured_at REAL NOT NULL,
+    PRIMARY KEY (host, device)
+)"""
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY,
     signature TEXT NOT NULL,
@@ -46,18 +63,35 @@ CREATE TABLE IF NOT EXISTS runs (
     bytes_moved INTEGER NOT NULL,
     seconds REAL NOT NULL,
     recorded_at REAL NOT NULL,
-    pid INTEGER NOT NULL
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL DEFAULT ''
 );
-CREATE INDEX IF NOT EXISTS runs_by_pair ON runs (signature, device, id);
-CREATE TABLE IF NOT EXISTS links (
-    device TEXT PRIMARY KEY,
-    h2d_latency_s REAL NOT NULL,
-    h2d_bytes_per_s REAL NOT NULL,
-    d2h_latency_s REAL NOT NULL,
-    d2h_bytes_per_s REAL NOT NULL,
-    measured_at REAL NOT NULL
-);
-"""
+CREATE INDEX IF NOT EXISTS runs_by_key ON runs (signature, host, device, id);
+""" + _LINKS + ";"
+
+#: schema 1 to 2: runs gain their host; links are keyed by (host, device)
+_MIGRATE_1_TO_2 = (
+    "ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT ''",
+    "UPDATE runs SET host = :host",
+    "DROP INDEX IF EXISTS runs_by_pair",
+    "ALTER TABLE links RENAME TO links_v1",
+    _LINKS,
+    "INSERT INTO links SELECT :host, device, h2d_latency_s, h2d_bytes_per_s, d2h_latency_s, "
+    "d2h_bytes_per_s, measured_at FROM links_v1",
+    "DROP TABLE links_v1",
+)
+
+
+@functools.cache
+def local_host() -> str:
+    """This machine's name, as runs recorded here are keyed (``""`` in a row means it too)."""
+    return socket.gethostname() or "localhost"
+
+
+def model_device(host: str, device: str) -> str:
+    """How the model names ``device`` of ``host``: its plain id on this machine, else
+    ``"host/device"``, so another machine's device never shares this one's estimates."""
+    return device if host in ("", local_host()) else f"{host}/{device}"
 
 
 class PerfStoreWarning(RuntimeWarning):
@@ -80,6 +114,8 @@ class Run:
     seconds: float
     bytes_moved: int = 0
     recorded_at: float = 0.0
+    #: the machine the device is in; ``""`` for this one
+    host: str = ""
 
 
 @dataclass(frozen=True)
@@ -89,6 +125,7 @@ class LinkRecord:
     h2d_bytes_per_s: float
     d2h_latency_s: float
     d2h_bytes_per_s: float
+    host: str = ""  # "" for this machine
 
 
 def default_path() -> Path:
@@ -155,13 +192,7 @@ class HistoryStore:
             if self.path != ":memory:":
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
-            conn.executescript(_SCHEMA)
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
-            )
-            row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            if row is None or row[0] != str(SCHEMA_VERSION):
-                raise sqlite3.DatabaseError(f"schema version {row and row[0]!r} != {SCHEMA_VERSION}")
+            _ensure_schema(conn)
         except BaseException:
             conn.close()
             raise
@@ -249,7 +280,7 @@ class HistoryStore:
         """Queue one run for writing (no I/O unless the batch is due). Thread-safe."""
         if not run.recorded_at:
             run = Run(run.signature, run.device, run.size_key, run.nbytes, run.flops, run.seconds,
-                      run.bytes_moved, time.time())
+                      run.bytes_moved, time.time(), run.host)
         with self._lock:
             if not self._pending:
                 self._pending_since = time.monotonic()
@@ -289,16 +320,18 @@ class HistoryStore:
         try:
             conn.executemany(
                 "INSERT INTO runs (signature, device, size_key, nbytes, flops, bytes_moved, seconds, "
-                "recorded_at, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "recorded_at, pid, host) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(r.signature, r.device, r.size_key, int(r.nbytes), float(r.flops), int(r.bytes_moved),
-                  float(r.seconds), r.recorded_at or time.time(), pid) for r in batch],
+                  float(r.seconds), r.recorded_at or time.time(), pid, r.host or local_host())
+                 for r in batch],
             )
-            for signature, device in {(r.signature, r.device) for r in batch}:
+            for signature, host, device in {(r.signature, r.host or local_host(), r.device)
+                                            for r in batch}:
                 conn.execute(
-                    "DELETE FROM runs WHERE signature = ? AND device = ? AND id <= ("
-                    "SELECT id FROM runs WHERE signature = ? AND device = ? ORDER BY id DESC "
-                    "LIMIT 1 OFFSET ?)",
-                    (signature, device, signature, device, KEEP_PER_PAIR),
+                    "DELETE FROM runs WHERE signature = ? AND host = ? AND device = ? AND id <= ("
+                    "SELECT id FROM runs WHERE signature = ? AND host = ? AND device = ? "
+                    "ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                    (signature, host, device, signature, host, device, KEEP_PER_PAIR),
                 )
             conn.execute("COMMIT")
         except BaseException:
@@ -312,9 +345,10 @@ class HistoryStore:
             if ok:
                 assert self._conn is not None
                 self._conn.execute(
-                    "INSERT OR REPLACE INTO links VALUES (?, ?, ?, ?, ?, ?)",
-                    (link.device, link.h2d_latency_s, link.h2d_bytes_per_s, link.d2h_latency_s,
-                     link.d2h_bytes_per_s, time.time()),
+                    "INSERT OR REPLACE INTO links (host, device, h2d_latency_s, h2d_bytes_per_s, "
+                    "d2h_latency_s, d2h_bytes_per_s, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (link.host or local_host(), link.device, link.h2d_latency_s, link.h2d_bytes_per_s,
+                     link.d2h_latency_s, link.d2h_bytes_per_s, time.time()),
                 )
 
     # ------------------------------------------------------------------ reading
@@ -327,8 +361,8 @@ class HistoryStore:
         if device is not None:
             where.append("device = ?")
             args.append(device)
-        sql = ("SELECT signature, device, size_key, nbytes, flops, seconds, bytes_moved, recorded_at "
-               "FROM runs" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id")
+        sql = ("SELECT signature, device, size_key, nbytes, flops, seconds, bytes_moved, recorded_at, "
+               "host FROM runs" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id")
         rows: list[Any] = []
         with self._lock:
             with self._guard("reading runs") as ok:
@@ -341,13 +375,14 @@ class HistoryStore:
         return [Run(*row) for row in self._checked(rows, _valid_run, "runs")] + pending
 
     def links(self) -> list[LinkRecord]:
-        """Every stored link measurement."""
+        """Every link measured on this machine (another machine's links are its own)."""
         rows: list[Any] = []
         with self._lock, self._guard("reading links") as ok:
             if ok:
                 assert self._conn is not None
                 rows = self._conn.execute(
-                    "SELECT device, h2d_latency_s, h2d_bytes_per_s, d2h_latency_s, d2h_bytes_per_s FROM links"
+                    "SELECT device, h2d_latency_s, h2d_bytes_per_s, d2h_latency_s, d2h_bytes_per_s "
+                    "FROM links WHERE host IN ('', ?)", (local_host(),)
                 ).fetchall()
         return [LinkRecord(*row) for row in self._checked(rows, _valid_link, "links")]
 
@@ -391,6 +426,33 @@ class HistoryStore:
         self.close()
 
 
+def _ensure_schema(conn: sqlite3.Connection) -> None:
+    """Create the tables, or migrate a schema 1 file; a file of any other version is not
+    ours to read (``DatabaseError``: it is moved aside and rebuilt)."""
+    conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("BEGIN IMMEDIATE")  # one process migrates; the others then see version 2
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        has_runs = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'").fetchone()
+        version = row[0] if row is not None else ("1" if has_runs else str(SCHEMA_VERSION))
+        if version == "1":
+            for statement in _MIGRATE_1_TO_2:
+                conn.execute(statement, {"host": local_host()} if ":host" in statement else {})
+        elif version != str(SCHEMA_VERSION):
+            raise sqlite3.DatabaseError(f"schema version {version!r} != {SCHEMA_VERSION}")
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)",
+                     (str(SCHEMA_VERSION),))
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+
+
 def _is_lock_error(exc: BaseException) -> bool:
     """Locked, busy or read-only: the file is fine, only not writable now (bypass it)."""
     text = str(exc).lower()
@@ -403,8 +465,8 @@ def _number(value: Any, *, positive: bool = False) -> bool:
 
 
 def _valid_run(row: Sequence[Any]) -> bool:
-    signature, device, size_key, nbytes, flops, seconds, moved, _ = row
-    texts = all(isinstance(v, str) for v in (signature, device, size_key))
+    signature, device, size_key, nbytes, flops, seconds, moved, _, host = row
+    texts = all(isinstance(v, str) for v in (signature, device, size_key, host))
     return texts and _number(nbytes) and _number(flops) and _number(seconds, positive=True) \
         and _number(moved)
 

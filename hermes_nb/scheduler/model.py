@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from hermes_nb.scheduler.history import HistoryStore, LinkRecord, Run
+from hermes_nb.scheduler.history import HistoryStore, LinkRecord, Run, local_host, model_device
 from hermes_nb.scheduler.kernel import KernelInfo
 from hermes_nb.scheduler.robust import LinearFit, robust_time, theil_sen
 
@@ -89,16 +89,20 @@ class PerfModel:
 
     # ------------------------------------------------------------------ learning
     def observe(
-        self, kernel: KernelInfo, device: str, seconds: float, *, bytes_moved: int = 0, persist: bool = True
+        self, kernel: KernelInfo, device: str, seconds: float, *, bytes_moved: int = 0,
+        persist: bool = True, host: str = "",
     ) -> None:
-        """Add one timed run (thread-safe); also queue it for the store when ``persist``."""
+        """Add one timed run (thread-safe); also queue it for the store when ``persist``.
+        ``host``: the machine ``device`` is in (``""``: this one); another machine's device
+        is its own pair, named ``"host/device"`` (see :func:`.history.model_device`)."""
         if not seconds >= 0.0:  # NaN or negative: a broken timer, not a measurement
             return
         self._ensure_loaded(kernel.signature)
-        self._add(kernel.signature, device, kernel.size_key, kernel.nbytes, kernel.flops, seconds)
+        self._add(kernel.signature, model_device(host, device), kernel.size_key, kernel.nbytes,
+                  kernel.flops, seconds)
         if persist and self.store is not None:
             self.store.record(Run(kernel.signature, device, kernel.size_key, kernel.nbytes, kernel.flops,
-                                  seconds, bytes_moved))
+                                  seconds, bytes_moved, host=host or local_host()))
 
     def _add(
         self, signature: str, device: str, size_key: str, nbytes: int, flops: float, seconds: float
@@ -125,7 +129,8 @@ class PerfModel:
                 return
             self._loaded.add(signature)
             for run in self.store.runs(signature=signature):
-                self._add(run.signature, run.device, run.size_key, run.nbytes, run.flops, run.seconds)
+                self._add(run.signature, model_device(run.host, run.device), run.size_key,
+                          run.nbytes, run.flops, run.seconds)
 
     # ------------------------------------------------------------------ answering
     def runs(self, signature: str, device: str) -> int:

@@ -307,24 +307,39 @@ class Scheduler:
 
     # ------------------------------------------------------------------ learning
     def record(
-        self, decision: Decision, seconds: float, *, device: str | None = None, bytes_moved: int = 0
+        self, decision: Decision, seconds: float, *, device: str | None = None, bytes_moved: int = 0,
+        host: str = "",
     ) -> None:
         """Feed back one finished run: ``seconds`` of kernel time (copies excluded) on
-        ``device`` (default: the decision's). Thread-safe; cheap (no I/O unless a batch is due)."""
-        device = device or decision.device
-        if decision.calibrating:
-            key = (decision.kernel.signature, device)
-            with self._lock:
-                left = self._exploring.get(key, 0) - 1
-                if left > 0:
-                    self._exploring[key] = left
-                else:
-                    self._exploring.pop(key, None)
-        self.model.observe(decision.kernel, device, seconds, bytes_moved=bytes_moved)
+        ``device`` (default: the decision's) of ``host`` (``""``: this machine). Its calibration
+        slot is the decision's even when another device ran it (a fallback, or a cluster
+        worker without that device). Thread-safe; cheap (no I/O unless a batch is due)."""
+        self.release(decision)
+        self.model.observe(decision.kernel, device or decision.device, seconds,
+                           bytes_moved=bytes_moved, host=host)
 
-    def observe(self, kernel: KernelInfo, device: str, seconds: float, *, bytes_moved: int = 0) -> None:
+    def release(self, decision: Decision) -> None:
+        """Give back the calibration slot ``decide`` took for ``decision`` without a timing
+        (its run failed, or its report never came back)."""
+        if not decision.calibrating:
+            return
+        key = (decision.kernel.signature, decision.device)
+        with self._lock:
+            left = self._exploring.get(key, 0) - 1
+            if left > 0:
+                self._exploring[key] = left
+            else:
+                self._exploring.pop(key, None)
+
+    def in_flight(self) -> int:
+        """Calibration runs handed out and not yet recorded or released."""
+        with self._lock:
+            return sum(self._exploring.values())
+
+    def observe(self, kernel: KernelInfo, device: str, seconds: float, *, bytes_moved: int = 0,
+                host: str = "") -> None:
         """Feed back a run that was not placed by :meth:`decide` (e.g. a pinned kernel run elsewhere)."""
-        self.model.observe(kernel, device, seconds, bytes_moved=bytes_moved)
+        self.model.observe(kernel, device, seconds, bytes_moved=bytes_moved, host=host)
 
     def failed(
         self,
