@@ -69,7 +69,7 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
         client = _active_client()
         if client is not None:
             results = _run_on_cluster(client, graph, keys, optimized)
-        elif _on_caller_devices_only(placed):
+        elif _runs_on_caller(placed):
             results = dask.core.get(graph, keys)  # Dask's plainest executor: least overhead
         else:
             # each task blocks while its device's own thread runs it, so one Dask
@@ -90,12 +90,21 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
     return [detached(r, borrowed) for r in results] if borrowed else list(results)
 
 
-def _on_caller_devices_only(placed: dict[int, Placement]) -> bool:
-    """Whether every value lives on devices that run work on the calling thread: the graph
-    then runs there too, with no hand-off between threads (each wakes a sleeping one)."""
+#: a graph expected to finish within this runs on the calling thread: an interrupt then
+#: waits for the running kernel, so longer or unmeasured graphs keep the helper thread
+CALLER_THREAD_BUDGET_S = 0.25
+
+
+def _runs_on_caller(placed: dict[int, Placement]) -> bool:
+    """Whether the graph runs on the calling thread, with no hand-off between threads (each
+    wakes a sleeping one, ~0.1-0.5 ms on an idle core): every value lives on devices that
+    run work on the caller's thread, and the scheduler expects it to be short."""
     ids = {p.device for p in placed.values()} | {t.device for p in placed.values()
                                                   for t in p.tiles}
-    return all(get_device(i).runs_on_caller for i in ids)
+    if not all(get_device(i).runs_on_caller for i in ids):
+        return False
+    estimates = [p.decision.estimate_s for p in placed.values() if p.decision is not None]
+    return all(e is not None for e in estimates) and sum(estimates) <= CALLER_THREAD_BUDGET_S
 
 
 def _run_on_cluster(client: Any, graph: dict[Any, Any], keys: list[str],

@@ -19,13 +19,36 @@ def test_each_device_runs_on_its_own_thread(device, monkeypatch):
         seen.append(threading.current_thread().name)
         return original(spec, inputs)
 
+    with hm.device(device):
+        (hm.arange(8, dtype="float32") * 2 + 1).numpy()  # measured once: an estimate exists
     monkeypatch.setattr(device, "execute", recording)
     with hm.device(device):
         (hm.arange(8, dtype="float32") * 2 + 1).numpy()
-    # a graph placed only on caller-thread devices runs where compute() was called
+    # a short graph placed only on caller-thread devices runs where compute() was called
     expected = (threading.current_thread().name if device.runs_on_caller
                 else f"hermes-{device.id}_")
     assert seen and all(name.startswith(expected) for name in seen)
+
+
+def test_a_long_graph_leaves_the_calling_thread_free_for_an_interrupt(monkeypatch):
+    """Past the budget (or unmeasured), cpu:0 work runs on the helper thread, so the caller
+    waits in short slices and sees Ctrl-C at once."""
+    import hermes_nb.runtime as runtime
+
+    device = hm.get_device("cpu:0")
+    seen: list[str] = []
+    original = device.execute
+
+    def recording(spec, inputs):
+        seen.append(threading.current_thread().name)
+        return original(spec, inputs)
+
+    monkeypatch.setattr(device, "execute", recording)
+    monkeypatch.setattr(runtime, "CALLER_THREAD_BUDGET_S", 0.0)
+    with hm.device("cpu:0"):
+        out = (hm.arange(8, dtype="float32") * 2 + 1).numpy()
+    np.testing.assert_array_equal(out, np.arange(8, dtype=np.float32) * 2 + 1)
+    assert seen and threading.main_thread().name not in seen
 
 
 def test_caller_thread_device_runs_one_kernel_at_a_time(monkeypatch):
