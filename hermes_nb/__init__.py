@@ -119,7 +119,7 @@ from hermes_nb.api.namespace_info import API_VERSION as __array_api_version__
 from hermes_nb.api.namespace_info import __array_namespace_info__, e, inf, nan, newaxis, pi
 from hermes_nb.api.plan import Plan
 from hermes_nb.api.reductions import argmax, argmin, max, mean, min, prod, std, sum, var
-from hermes_nb.api.tensor import Tensor, compute
+from hermes_nb.api.tensor import Tensor, compute, persist
 from hermes_nb.api.utility import all, any, count_nonzero, cumulative_sum, diff
 from hermes_nb.backends import Device, devices, get_device
 from hermes_nb.context import current_options, current_policy, device, options, policy
@@ -272,6 +272,7 @@ __all__ = [
     "options",
     "permute_dims",
     "pi",
+    "persist",
     "policy",
     "pow",
     "prod",

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from hermes_nb.api.cluster_input import from_cluster
 from hermes_nb.api.graph import make_node
 from hermes_nb.api.namespace_info import DeviceLike, on_device
 from hermes_nb.api.tensor import Tensor
@@ -75,11 +76,19 @@ def asarray(obj: Any, dtype: object = None, *, copy: bool | None = None) -> Tens
     Hermes never writes into the array. ``False``: never copy; ``ValueError`` when a copy
     is needed (also for Python sequences and scalars, which are always copied).
 
+    On a ``dask.distributed`` cluster, ``obj`` may be a ``distributed.Future`` of an array:
+    the tensor reads it on the worker that holds it (its shape and dtype are asked of that
+    worker now; the data never comes to this process unless the tensor is read here, e.g.
+    ``numpy()``). A ``dask.array.Array`` is computed: with a Client active, on the cluster into
+    one array held on a worker (``client.compute``), read there as a Future is; without one,
+    here, into host memory. Both are values already made, so ``copy`` changes nothing.
+
     >>> import hermes_nb as hm
     >>> hm.asarray([[1, 2], [3, 4]]).dtype.name
     'int64'
     """
     copy = _copy_flag(copy)
+    obj = from_cluster(obj)
     if isinstance(obj, Tensor):
         return _tensor_as(obj, dtype, copy)
     want = None if dtype is None else dtypes.as_dtype(dtype, op="asarray")

@@ -186,3 +186,26 @@ def compute(*tensors: Tensor) -> tuple[Tensor, ...]:
             raise TypeError(f"compute: expected Tensors, got {type(t).__name__}")
     values = runtime.execute([t.node for t in tensors])
     return tuple(Tensor(runtime.materialised(t.node, v)) for t, v in zip(tensors, values))
+
+
+def persist(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """Compute several tensors in one graph and keep their values where they were computed.
+
+    With a ``dask.distributed`` Client active, the values stay on the workers (a device
+    buffer stays on its worker's device) and this returns once they are in worker memory;
+    each returned tensor holds a ``distributed.Future``, and later graphs on that cluster read
+    it in place, on the worker that has it, without the data coming to this process. Reading
+    one here (``numpy()``) gathers it. Closing the client releases the data.
+
+    Without a Client this is :func:`compute`: the values stay on their local devices.
+
+    >>> import hermes_nb as hm
+    >>> (a,) = hm.persist(hm.arange(3) * 2)
+    >>> a.is_materialized, (a + 1).numpy().tolist()
+    (True, [1, 3, 5])
+    """
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"persist: expected Tensors, got {type(t).__name__}")
+    values = runtime.execute([t.node for t in tensors], persist=True)
+    return tuple(Tensor(runtime.materialised(t.node, v)) for t, v in zip(tensors, values))

@@ -22,6 +22,7 @@ from hermes_nb.runtime import profile
 from hermes_nb.runtime.coexec import lower_split
 from hermes_nb.runtime.placement import Placement
 from hermes_nb.runtime.resident import Resident
+from hermes_nb.runtime.remote import fetched, is_remote
 from hermes_nb.scheduler import Decision, default_scheduler
 
 log = logging.getLogger("hermes_nb.runtime")
@@ -38,7 +39,9 @@ def lower(outputs: list[Node], placed: dict[int, Placement], run_id: int
     for node in nodes:
         where = placed[id(node)]
         if node.op == "buffer":
-            graph[node.key] = node.attrs["handle"]
+            handle = node.attrs["handle"]
+            # a value held on a worker: a cluster graph names its Future instead
+            graph[node.key] = (fetched, handle) if is_remote(handle) else handle
         elif node.op in ("constant", "random"):
             load = load_snapshot if is_borrowed(node) and id(node) in wanted else load_host_source
             task = (load, OpSpec.of(node, where.device))
