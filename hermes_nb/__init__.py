@@ -7,7 +7,7 @@
 (4,)
 """
 
-from hermes_nb.api import image, random
+from hermes_nb.api import cluster, image, random
 from hermes_nb.api.construct import (
     empty,
     empty_like,
@@ -194,6 +194,7 @@ __all__ = [
     "can_cast",
     "ceil",
     "clip",
+    "cluster",
     "compose",
     "compute",
     "concat",
