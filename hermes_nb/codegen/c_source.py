@@ -14,6 +14,10 @@ integer ``//`` and ``%`` by 0 give 0; ``maximum``/``minimum``/``relu`` propagate
 ``round`` is half to even; bools are bytes holding 0 or 1. Floating-point contraction
 (a*b+c -> fma) is switched off so results round like NumPy's separate ops.
 
+With ``params``, the program's scalar parameters (``Program.params``) are the function's
+last arguments ``c<j>``, which the kernel takes as scalar arguments; otherwise (the kernels
+of reductions and stencils) every constant is a literal.
+
 OpenCL additionally gets ``hfused_vec``: the same program on ``floatN``/``doubleN``
 vectors (bools as ``-1/0`` masks, ``select`` for branches), for contiguous inputs of a
 single float dtype. PoCL vectorises ``exp`` & co. only on vector types, so this is the
@@ -252,8 +256,7 @@ def _squares(program: Program, instr: Instr) -> bool:
     """``instr`` is a float ``x ** 2.0`` with a literal exponent."""
     if instr.op != "pow" or instr.dtype not in ("float32", "float64"):
         return False
-    k = instr.args[1] - program.n_inputs
-    return 0 <= k < len(program.consts) and program.consts[k][0] == 2.0
+    return instr.args[1] - program.n_inputs in program.baked
 
 
 class CStyleRenderer:
@@ -326,11 +329,23 @@ class CStyleRenderer:
                 out.append(self.math(table[op].format(Q=self.qualifier, T=t, U=u, s=dt), dt))
         return out
 
-    def function(self, program: Program, name: str = "hfused") -> str:
-        """``name(x0, x1, ...)``: the program's output value from its input values."""
+    def param_decls(self, program: Program) -> list[str]:
+        """``<type> c<j>`` for each scalar parameter: hfused's and the kernel's last ones."""
+        return [f"{self.ctype(program.consts[j][1])} c{j}" for j in program.params]
+
+    def const_names(self, program: Program, params: bool) -> list[str]:
+        """How the function names each constant: ``c<j>`` for a parameter (with
+        ``params``), else its literal."""
+        return [f"c{j}" if params and j not in program.baked else self.literal(v, d)
+                for j, (v, d) in enumerate(program.consts)]
+
+    def function(self, program: Program, name: str = "hfused", params: bool = False) -> str:
+        """``name(x0, x1, ..., c<j>, ...)``: the program's output value from its input
+        values (and, with ``params``, its scalar parameters)."""
         names = [f"x{k}" for k in range(program.n_inputs)]
-        names += [self.literal(v, d) for v, d in program.consts]
-        params = ", ".join(f"{self.ctype(d)} x{k}" for k, d in enumerate(program.input_dtypes))
+        names += self.const_names(program, params)
+        decls = [f"{self.ctype(d)} x{k}" for k, d in enumerate(program.input_dtypes)]
+        params_text = ", ".join(decls + (self.param_decls(program) if params else []))
         lines = []
         for instr in program.instrs:
             value = len(names)
@@ -348,10 +363,11 @@ class CStyleRenderer:
         if out < program.n_inputs + len(program.consts):
             result = self.convert(result, out_dtype)
         body = "\n".join([*lines, f"    return {result};"])
-        return f"{self.qualifier} {self.ctype(out_dtype)} {name}({params or 'void'}) {{\n{body}\n}}"
+        return (f"{self.qualifier} {self.ctype(out_dtype)} {name}({params_text or 'void'}) "
+                f"{{\n{body}\n}}")
 
-    def functions(self, program: Program) -> str:
-        return "\n\n".join([*self.helpers(program), self.function(program)])
+    def functions(self, program: Program, params: bool = False) -> str:
+        return "\n\n".join([*self.helpers(program), self.function(program, params=params)])
 
 
 class OpenCLRenderer(CStyleRenderer):
@@ -396,9 +412,11 @@ class OpenCLRenderer(CStyleRenderer):
                 return None
         return f
 
-    def vector_function(self, program: Program, width: int, name: str = "hfused_vec") -> str:
+    def vector_function(self, program: Program, width: int, name: str = "hfused_vec",
+                        params: bool = False) -> str:
         """``name`` on ``width``-wide vectors; bool inputs and the bool output are uchar
-        vectors of 0/1 (as stored), bool values inside are masks."""
+        vectors of 0/1 (as stored), bool values inside are masks; scalar parameters (with
+        ``params``) are scalars, broadcast here."""
         f = self.vector_float(program)
         assert f is not None, "program is not vectorisable"
         fs = self.ctype(f)
@@ -409,18 +427,23 @@ class OpenCLRenderer(CStyleRenderer):
         def vtype(dtype: str) -> str:
             return mask if dtype == "bool" else vec
 
-        params, lines = [], []
+        decls, lines = [], []
         names: list[str] = []
         for k, d in enumerate(program.input_dtypes):
             if d == "bool":  # stored 0/1 bytes -> mask
-                params.append(f"{byte} b{k}")
+                decls.append(f"{byte} b{k}")
                 lines.append(f"    const {mask} x{k} = (convert_{mask}(b{k}) != ({mask})0);")
             else:
-                params.append(f"{vec} x{k}")
+                decls.append(f"{vec} x{k}")
             names.append(f"x{k}")
-        for v, d in program.consts:
-            names.append(f"(({mask})({-int(bool(v))}))" if d == "bool"
-                         else f"(({vec}){self.literal(v, d)})")
+        for j, (v, d) in enumerate(program.consts):
+            if params and j not in program.baked:  # 0/1 byte -> mask, scalar -> vector
+                names.append(f"(-(({mask})(c{j})))" if d == "bool" else f"(({vec})(c{j}))")
+            else:
+                names.append(f"(({mask})({-int(bool(v))}))" if d == "bool"
+                             else f"(({vec}){self.literal(v, d)})")
+        if params:
+            decls.extend(self.param_decls(program))
         for instr in program.instrs:
             value = len(names)
             args = [names[a] for a in instr.args]
@@ -446,7 +469,7 @@ class OpenCLRenderer(CStyleRenderer):
         lines.append(f"    return {result};")
         ret = byte if out_dtype == "bool" else vec
         body = "\n".join(lines)
-        return f"inline {ret} {name}({', '.join(params) or 'void'}) {{\n{body}\n}}"
+        return f"inline {ret} {name}({', '.join(decls) or 'void'}) {{\n{body}\n}}"
 
 
 class CUDARenderer(CStyleRenderer):

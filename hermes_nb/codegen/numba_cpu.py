@@ -23,15 +23,20 @@ Variants (never specialised on sizes, so at most ``2**n_inputs`` per kind):
     than ``PARALLEL_MAX_INSTRS`` instructions compile serial (Numba's parallel pass
     would dominate their compile time) and ``launch`` runs them over slices on a few
     threads; their ``nd`` variant runs on one thread.
-    Call: ``kernel(out0, ..., in0, ...)``, all 1-D.
+    Call: ``kernel(out0, ..., in0, ..., C<j>, ...)``, arrays 1-D, then the program's scalar
+    parameters (``program.arguments()``).
 ``("nd", classes)``: after dropping size-1 dimensions and merging dimensions that
     every operand walks contiguously, there are ``k >= 2`` dimensions; each input
     is ``"i"`` (varies along the innermost one, contiguously) or ``"o"``
     (constant along it). ``prange`` over tasks of consecutive output elements,
     walked row segment by row segment; values that depend on ``"o"`` inputs only
     are computed once per segment.
-    Call: ``kernel(out0, ..., shape, strides, in0, ...)`` with ``shape`` uint64[k]
-    and ``strides`` uint64[n_inputs, k] in elements (0 along broadcast dimensions).
+    Call: ``kernel(out0, ..., shape, strides, in0, ..., C<j>, ...)`` with ``shape``
+    uint64[k] and ``strides`` uint64[n_inputs, k] in elements (0 along broadcast
+    dimensions), then the scalar parameters.
+
+Scalar constants are kernel parameters typed with their dtype (``Program.params``), so a
+changed value runs the compiled kernel; only ``Program.baked`` ones are module globals.
 
 Semantics follow NumPy (the ``array_backend`` interpreter): IEEE NaN/Inf, no
 fast-math flags; integer ``//`` and ``%`` by 0 give 0; integers wrap; ``round``
@@ -315,8 +320,9 @@ class _Emitter:
         return name
 
     def const_value(self, value: int) -> bool | int | float | None:
+        """A baked constant's value (a parameter's is not known when the kernel compiles)."""
         k = value - self.program.n_inputs
-        if 0 <= k < len(self.program.consts):
+        if k in self.program.baked:
             return self.program.consts[k][0]
         return None
 
@@ -349,7 +355,8 @@ def render(program: Program, variant: Variant) -> str:
     kind, classes = variant
     if len(classes) != program.n_inputs or kind not in ("flat", "nd"):
         raise ValueError(f"bad variant {variant!r} for {program.n_inputs} inputs")
-    return _KernelSource(program, variant).text()
+    # the template: a scalar parameter's value cannot reach the source
+    return _KernelSource(program.template, variant).text()
 
 
 class _KernelSource:
@@ -364,6 +371,7 @@ class _KernelSource:
         self.stages = self._stages()  # before the header: it emits the helpers they call
         self.outs = [f"out{k}" for k in range(len(program.outputs))]
         self.ins = [f"in{m}" for m in range(program.n_inputs)]
+        self.params = [f"C{j}" for j in program.params]
 
     def text(self) -> str:
         body = self._flat() if self.kind == "flat" else self._nd()
@@ -406,7 +414,7 @@ class _KernelSource:
         lines = module_header("numba_cpu", _CODEGEN_HASH,
                               [f"program: {program.signature}",
                                f"variant: {(self.kind, self.classes)!r}"])
-        lines += [f"C{j} = {_literal(v, d)}" for j, (v, d) in enumerate(program.consts)]
+        lines += [f"C{j} = {_literal(*program.consts[j])}" for j in sorted(program.baked)]
         lines += [src.rstrip() + "\n" for src in self.emitter.helpers.values()]
         if self.kind == "nd":
             lines += ["U0 = np.uint64(0)", "U1 = np.uint64(1)", f"CHUNK = np.uint64({_CHUNK})"]
@@ -423,7 +431,7 @@ class _KernelSource:
                 for o, v in zip(self.outs, self.program.outputs)]
 
     def _flat(self) -> list[str]:
-        body = [f"def kernel({', '.join(self.outs + self.ins)}):"]
+        body = [f"def kernel({', '.join(self.outs + self.ins + self.params)}):"]
         body += self._reads("s", "    ", "0")
         body += [f"    {s}" for s in self.stages[0] + self.stages[1]]
         body.append(f"    for i in prange({self.outs[0]}.shape[0]):")
@@ -437,7 +445,7 @@ class _KernelSource:
     # per-row division.
     def _nd(self) -> list[str]:
         body = [
-            f"def kernel({', '.join([*self.outs, 'shape', 'strides', *self.ins])}):",
+            f"def kernel({', '.join([*self.outs, 'shape', 'strides', *self.ins, *self.params])}):",
             "    nd = shape.shape[0]",
             "    inner = shape[nd - 1]",
             f"    total = np.uint64({self.outs[0]}.shape[0])",
@@ -524,7 +532,8 @@ def compile_elementwise(program: Program, variant: Variant) -> Any:
         ins = [numba_array(d, True) for d in program.input_dtypes]
         extra = [types.Array(types.uint64, 1, "C", readonly=True),
                  types.Array(types.uint64, 2, "C", readonly=True)] if variant[0] == "nd" else []
-        return build_kernel(render(program, variant), "", tuple(outs + extra + ins))
+        params = [numba.from_dtype(np.dtype(program.consts[j][1])) for j in program.params]
+        return build_kernel(render(program, variant), "", tuple(outs + extra + ins + params))
 
     return _KERNELS.get_or_build((program.signature, variant), build,
                                  f"fused_elementwise kernel ({len(program.instrs)} ops) for cpu:0")
@@ -569,10 +578,11 @@ def plan(out_shape: Sequence[int], in_shapes: Sequence[Sequence[int]]
 
 
 @functools.lru_cache(maxsize=1024)
-def _dtypes(program: Program) -> tuple[str, tuple[np.dtype, ...], tuple[np.dtype, ...]]:
+def _dtypes(program: Program) -> tuple[str, tuple[np.dtype, ...], tuple[np.dtype, ...],
+                                       tuple[np.generic, ...]]:
     # per-call work kept off the hot path: signature strings and dtype names are slow
     return (program.signature, tuple(np.dtype(d) for d in program.input_dtypes),
-            tuple(np.dtype(program.dtype_of(v)) for v in program.outputs))
+            tuple(np.dtype(program.dtype_of(v)) for v in program.outputs), program.arguments())
 
 
 @functools.lru_cache(maxsize=4096)
@@ -589,7 +599,7 @@ def _plan_args(out_shape: tuple[int, ...], in_shapes: tuple[tuple[int, ...], ...
 
 def launch(program: Program, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
     """Compute ``program`` into preallocated C-contiguous ``outputs`` (one per program output)."""
-    signature, in_dtypes, out_dtypes = _dtypes(program)
+    signature, in_dtypes, out_dtypes, params = _dtypes(program)
     if len(inputs) != len(in_dtypes) or len(outputs) != len(out_dtypes):
         raise ValueError(f"program takes {len(in_dtypes)} inputs and {len(out_dtypes)} outputs, "
                          f"got {len(inputs)} and {len(outputs)}")
@@ -610,9 +620,9 @@ def launch(program: Program, inputs: Sequence[np.ndarray], outputs: Sequence[np.
     flat_ins = [(np.ascontiguousarray(x) if x.flags.aligned else x.copy()).reshape(-1) for x in inputs]
     flat_outs = [o.reshape(-1) for o in outputs]
     if variant[0] == "flat" and serial(program):
-        _sliced(kernel, variant[1], flat_outs, flat_ins)
+        _sliced(kernel, variant[1], flat_outs, flat_ins, params)
         return
-    kernel(*flat_outs, *extra, *flat_ins)
+    kernel(*flat_outs, *extra, *flat_ins, *params)
 
 
 _POOL_LOCK = threading.Lock()
@@ -637,7 +647,7 @@ os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _sliced(kernel: Any, classes: tuple[str, ...], outs: list[np.ndarray],
-            ins: list[np.ndarray]) -> None:
+            ins: list[np.ndarray], params: Sequence[np.generic]) -> None:
     """A serial flat kernel over consecutive slices, on the caller and the pool's threads."""
     n = outs[0].shape[0]
     parts = max(1, min(numba.get_num_threads(), n // _SLICE_MIN))
@@ -646,7 +656,7 @@ def _sliced(kernel: Any, classes: tuple[str, ...], outs: list[np.ndarray],
     def part(k: int) -> None:
         lo, hi = bounds[k], bounds[k + 1]
         kernel(*(o[lo:hi] for o in outs),
-               *(x if c == "s" else x[lo:hi] for x, c in zip(ins, classes)))
+               *(x if c == "s" else x[lo:hi] for x, c in zip(ins, classes)), *params)
 
     futures = [_pool().submit(part, k) for k in range(1, parts)]
     try:

@@ -33,7 +33,9 @@ float32 sums accumulate in float64 and are rounded to float32 once, before the e
     walking the reduced elements (vectorised across outputs, no reassociation).
 
 Epilogue inputs other than the reduced value arrive flattened to the output's size, or
-as one element (class ``"s"``).
+as one element (class ``"s"``). The prologue's and epilogue's scalar parameters
+(``Program.params``) are the kernel's last arguments, ``PC<j>`` then ``EC<j>``, passed on to
+``pro`` and ``epi``.
 """
 
 from __future__ import annotations
@@ -90,13 +92,15 @@ def numba_literal(value: bool | int | float, dtype: str) -> str:
 
 
 def _function(program: Program, name: str, prefix: str, helpers: dict[str, str]) -> list[str]:
-    """``program`` as ``@njit def name(v0, ...)`` returning its output; constants become
-    module globals ``<prefix>C<j>``; helper sources are collected in ``helpers``."""
+    """``program`` as ``@njit def name(v0, ..., <prefix>C<j>, ...)`` returning its output:
+    scalar parameters follow the inputs, baked constants are module globals
+    ``<prefix>C<j>``; helper sources are collected in ``helpers``."""
     emitter = _Emitter(program)
     n_in, n_const = program.n_inputs, len(program.consts)
     names = [f"v{m}" for m in range(n_in)] + [f"{prefix}C{j}" for j in range(n_const)]
-    lines = [f"{prefix}C{j} = {_literal(v, d)}" for j, (v, d) in enumerate(program.consts)]
-    lines += ["", "", "@njit", f"def {name}({', '.join(names[:n_in])}):"]
+    lines = [f"{prefix}C{j} = {_literal(*program.consts[j])}" for j in sorted(program.baked)]
+    params = names[:n_in] + _params(program, prefix)
+    lines += ["", "", "@njit", f"def {name}({', '.join(params)}):"]
     for k, instr in enumerate(program.instrs):
         value = n_in + n_const + k
         code = emitter.expr(instr.op, [names[a] for a in instr.args], instr.args, instr.dtype)
@@ -109,6 +113,10 @@ def _function(program: Program, name: str, prefix: str, helpers: dict[str, str])
     lines.append(f"    return {result}")
     helpers.update(emitter.helpers)
     return lines
+
+
+def _params(program: Program | None, prefix: str) -> list[str]:
+    return [f"{prefix}C{j}" for j in program.params] if program is not None else []
 
 
 class _NumbaReduceWriter:
@@ -155,7 +163,8 @@ class _NumbaReduceWriter:
     def signature(self) -> list[str]:
         ins = [f"in{m}" for m in range(self.n_in)]
         eps = [f"ep{m}" for m in range(len(self.eclasses))]
-        args = ", ".join(["out", "oshape", "ostrides", "rshape", "rstrides", *ins, *eps])
+        args = ", ".join(["out", "oshape", "ostrides", "rshape", "rstrides", *ins, *eps,
+                          *_params(self.prologue, "P"), *_params(self.epilogue, "E")])
         return [
             "",
             "",
@@ -192,7 +201,8 @@ class _NumbaReduceWriter:
         return numba_combine(self.op, self.work_t, a, x)
 
     def prologue_call(self) -> str:
-        return f"pro({', '.join(f'w{m}' for m in range(self.n_in))})"
+        args = [f"w{m}" for m in range(self.n_in)] + _params(self.prologue, "P")
+        return f"pro({', '.join(args)})"
 
     def store_value(self, acc: str, at: str) -> str:
         """What ``out`` gets: ``acc`` in the reduction's dtype, through the epilogue."""
@@ -201,6 +211,7 @@ class _NumbaReduceWriter:
         if self.epilogue is None:
             return acc
         args = [acc] + [f"ep{m}[{'0' if c == 's' else at}]" for m, c in enumerate(self.eclasses)]
+        args += _params(self.epilogue, "E")
         return f"epi({', '.join(args)})"
 
     # ---- the variants ------------------------------------------------------------------------
@@ -265,8 +276,12 @@ class _NumbaReduceWriter:
 
 
 def render(attrs: dict[str, Any], variant: Variant) -> str:
-    """The Python source of the kernel module for one variant."""
-    return _NumbaReduceWriter(attrs, variant).source()
+    """The Python source of the kernel module for one variant (rendered from the
+    programs' templates: a scalar parameter's value cannot reach the source)."""
+    epi = attrs["epilogue"]
+    templates = {**attrs, "prologue": attrs["prologue"].template,
+                 "epilogue": epi.template if epi is not None else None}
+    return _NumbaReduceWriter(templates, variant).source()
 
 
 def supports(attrs: dict[str, Any]) -> bool:
@@ -309,10 +324,17 @@ def compile_reduce(attrs: dict[str, Any], variant: Variant) -> Any:
                 types.Array(types.uint64, 2, "C", readonly=True)] * 2
         ins = [numba_array(d, True) for d in attrs["prologue"].input_dtypes]
         eps = [numba_array(d, True) for d in (epi.input_dtypes[1:] if epi is not None else ())]
+        params = [numba.from_dtype(np.dtype(a.dtype)) for a in _arguments(attrs)]
         return build_kernel(render(attrs, variant), "r",
-                            (numba_array(out_t, False), *meta, *ins, *eps))
+                            (numba_array(out_t, False), *meta, *ins, *eps, *params))
 
     return _KERNELS.get_or_build((_key(attrs), variant), build)
+
+
+def _arguments(attrs: dict[str, Any]) -> tuple[np.generic, ...]:
+    """The kernel's scalar arguments: the prologue's parameters, then the epilogue's."""
+    epi = attrs["epilogue"]
+    return attrs["prologue"].arguments() + (epi.arguments() if epi is not None else ())
 
 
 def run_reduce(attrs: dict[str, Any], inputs: Sequence[np.ndarray], out_shape: Sequence[int],
@@ -340,7 +362,7 @@ def run_reduce(attrs: dict[str, Any], inputs: Sequence[np.ndarray], out_shape: S
         tasks = out.size // inner * -(-inner // _CHUNK)
     previous = numba.set_parallel_chunksize(max(1, tasks // (8 * numba.get_num_threads())))
     try:
-        kernel(out.reshape(-1), *meta, *flat_in, *flat_epi)
+        kernel(out.reshape(-1), *meta, *flat_in, *flat_epi, *_arguments(attrs))
     finally:
         numba.set_parallel_chunksize(previous)
     return out

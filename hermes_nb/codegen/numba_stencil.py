@@ -24,7 +24,10 @@ stage when that is its only reader: one row write and read fewer). Border maps a
 OpenCV's ``borderInterpolate`` (valid for images smaller than the kernel), tabulated
 per launch (:func:`border_maps`); ``constant`` reads a row of zeros. A conv's border
 applies to its own input value, as in the reference interpreter. Taps are literals
-in the source, zero taps skipped. Point stages use ``numba_cpu``'s expression
+in the source, zero taps skipped (they decide the loops). A point stage's scalar
+parameters (``Program.params``) are kernel arguments ``S0, S1, ...`` after the border
+maps, in ``stencil.arguments()`` order, so a changed threshold or gain runs the compiled
+kernel. Point stages use ``numba_cpu``'s expression
 renderer, except float32 ``hypot`` (:func:`hypot_f32`, which vectorises).
 
 Parallelism: the kernel is a serial ``nogil`` function over a range of tasks, which
@@ -175,6 +178,13 @@ class _Writer:
         self.helpers: dict[str, str] = {}
         self.lines: list[str] = []
         self.pads: dict[str, int] = {}  # dtype -> widest pad of its shared row buffer
+        self.first_param: dict[int, int] = {}  # point stage value -> its first parameter
+        first = 0
+        for k, st in enumerate(stencil.stages, start=1):
+            if isinstance(st, PointStage):
+                self.first_param[k] = first
+                first += len(st.program.params)
+        self.params = [f"S{n}" for n in range(first)]
 
     def emit(self, ind: int, line: str) -> None:
         self.lines.append(" " * ind + line)
@@ -325,8 +335,10 @@ class _Writer:
         live = _live_values(program)
         names: dict[int, str] = {m: f"a{m}" for m in range(len(s.sources))}
         reads = self.point_reads(ind, s, live)
-        for j, (value, dt) in enumerate(program.consts):
-            names[n_in + j] = self.consts(value, dt)
+        for j in program.baked:
+            names[n_in + j] = self.consts(*program.consts[j])
+        for n, j in enumerate(program.params, start=self.first_param[k]):
+            names[n_in + j] = f"S{n}"
         self.emit(ind, f"sl = {self.slot(k, 'r')}")
         self.emit(ind, "for x in range(W):")
         for line in reads:
@@ -381,13 +393,15 @@ def _task_rows(reach: tuple[int | None, ...], live: list[int]) -> tuple[list[str
 def render(stencil: StencilProgram) -> str:
     """The Python source of the kernel module.
 
-    ``kernel(out, img, nsplit, t0, t1, rmaps, cmaps)`` runs tasks ``t0 <= t < t1`` of
+    ``kernel(out, img, nsplit, t0, t1, rmaps, cmaps, S0, ...)`` runs tasks ``t0 <= t < t1`` of
     ``(B, H, W)`` arrays, task ``t`` being rows ``[p*H//nsplit, (p+1)*H//nsplit)`` of
     image ``t // nsplit`` (``p = t % nsplit``); ``rmaps[m, y + R]`` / ``cmaps[m, x + R]``
-    are the border maps (see :func:`border_maps`) of mode ``layout.modes[m]``.
+    are the border maps (see :func:`border_maps`) of mode ``layout.modes[m]``; ``S<n>``
+    are ``stencil.arguments()``.
     """
     if not supports(stencil):
         raise NotImplementedError(f"numba stencil codegen: unsupported {stencil.signature}")
+    stencil = stencil.template  # a scalar parameter's value cannot reach the source
     layout = _layout(stencil)
     live = [k for k in range(1, stencil.result + 1) if layout.reach[k] is not None]
     w = _Writer(stencil, layout)
@@ -401,7 +415,7 @@ def render(stencil: StencilProgram) -> str:
         *(src.rstrip() + "\n" for src in w.helpers.values()),
         "",
         '@njit(cache=True, nogil=True, error_model="numpy")',
-        "def kernel(out, img, nsplit, t0, t1, rmaps, cmaps):",
+        f"def kernel({', '.join(['out, img, nsplit, t0, t1, rmaps, cmaps', *w.params])}):",
         "    H = img.shape[1]",
         "    W = img.shape[2]",
         *_allocations(stencil, layout, live, w.pads),
@@ -480,14 +494,16 @@ _KERNELS = KernelCache()  # stencil signature -> compiled kernel
 
 
 def compile_stencil(stencil: StencilProgram) -> Any:
-    """The compiled kernel ``kernel(out, img, nsplit, t0, t1)`` (see :func:`render`)."""
+    """The compiled kernel ``kernel(out, img, nsplit, t0, t1, rmaps, cmaps, S0, ...)``
+    (see :func:`render`)."""
     def build() -> Any:
         out_t = types.Array(numba.from_dtype(np.dtype(stencil.value_dtypes[-1])), 3, "C")
         img_t = types.Array(numba.from_dtype(np.dtype(stencil.value_dtypes[0])), 3, "C",
                             readonly=True)
         maps_t = types.Array(types.int64, 2, "C", readonly=True)
-        return build_kernel(render(stencil), "",
-                            (out_t, img_t, types.int64, types.int64, types.int64, maps_t, maps_t))
+        params = [numba.from_dtype(a.dtype) for a in stencil.arguments()]
+        return build_kernel(render(stencil), "", (out_t, img_t, types.int64, types.int64,
+                                                  types.int64, maps_t, maps_t, *params))
 
     return _KERNELS.get_or_build(stencil.signature, build,
                                  f"fused_stencil kernel ({len(stencil.stages)} stages) for cpu:0")

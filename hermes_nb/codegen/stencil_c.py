@@ -23,12 +23,16 @@ A value a convolution reads in two different border modes gets one tile per mode
 Convolutions accumulate with ``fma`` in the value's dtype (the reference accumulates in
 double, so neither rounding is "NumPy's"); pointwise stages reuse
 :mod:`hermes_nb.codegen.c_source`, so they round exactly like the elementwise kernels.
+Their scalar parameters are kernel arguments ``sp<n>`` after ``nb`` (a changed threshold
+runs the built program); the convolution taps are literals, since they decide which taps
+exist and how the registers are laid out.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -161,6 +165,13 @@ class _StencilKernel:
         self.lx, self.ly = ("0", "0") if cfg.wx == cfg.wy == 1 else ("lx", "ly")
         self.w = _Lines()
         self.names: dict[int, str] = {}  # values already in registers in the pixel loop
+        # each point stage's scalar parameters: kernel arguments sp<n>, in
+        # stencil.arguments() order, passed on to its hp<s>
+        self.params: dict[int, list[str]] = {}
+        for s, stage in enumerate(stencil.stages):
+            if isinstance(stage, PointStage):
+                first = sum(len(p) for p in self.params.values())
+                self.params[s] = [f"sp{first + n}" for n in range(len(stage.program.params))]
 
     # ---- spellings ----------------------------------------------------------------------
 
@@ -188,6 +199,9 @@ class _StencilKernel:
 
     def point_fn(self, s: int) -> str:
         return f"hp{s}_vec" if self.V > 1 else f"hp{s}"
+
+    def point_call(self, s: int, args: list[str]) -> str:
+        return f"{self.point_fn(s)}({', '.join(args + self.params[s])})"
 
     @staticmethod
     def at(buf: str, t: Tile, dy: int, dx: int) -> str:
@@ -329,7 +343,7 @@ class _StencilKernel:
         for v in stage.sources:
             tv = self.lay.tiles[v]
             args.append(self.load(self.at(self.first_buf(v), tv, tv.top - tu.top, tv.left - tu.left)))
-        self.w(self.store(f"{self.point_fn(s)}({', '.join(args)})", self.out_at(s + 1)))
+        self.w(self.store(self.point_call(s, args), self.out_at(s + 1)))
         self.end_loop()
 
     def copy_modes(self, u: int) -> None:
@@ -380,7 +394,7 @@ class _StencilKernel:
             if isinstance(stage, ConvStage):
                 expr = self.register_conv(s, stage)
             else:
-                expr = f"{self.point_fn(s)}({', '.join(self.value_at(v) for v in stage.sources)})"
+                expr = self.point_call(s, [self.value_at(v) for v in stage.sources])
             w(f"const {self.vt(u)} a{u} = {expr};")
             self.names[u] = f"a{u}"
         self.store_result(self.value_at(st.result))
@@ -440,7 +454,7 @@ class _StencilKernel:
         for s, stage in enumerate(self.stencil.stages):
             if isinstance(stage, PointStage) and s + 1 in self.lay.live:
                 functions += [h for h in r.helpers(stage.program) if h not in functions]
-                functions.append(r.function(stage.program, name=f"hp{s}"))
+                functions.append(r.function(stage.program, name=f"hp{s}", params=True))
                 if self.V > 1:
                     functions.append(self.d.vector_function(stage.program, self.V, f"hp{s}_vec"))
         return functions
@@ -466,6 +480,11 @@ class _StencilKernel:
         params = (f"{gl}{self.ct(self.stencil.result)}* {d.restrict} out, "
                   f"{gl}const {self.ct(0)}* {d.restrict} in, "
                   f"const {L} H, const {L} W, const {L} nb")
+        r = self.d.renderer
+        for s, names in self.params.items():
+            program = self.stencil.stages[s].program  # type: ignore[union-attr]
+            for name, j in zip(names, program.params):
+                params += f", const {r.ctype(program.consts[j][1])} {name}"
         return d.kernel_signature(self.cfg.wx, self.cfg.wy, params)
 
     def source(self) -> str:
@@ -485,18 +504,35 @@ _OPENCL_DIALECT = OpenCLDialect()
 _CUDA_DIALECT = CUDADialect()
 
 
-@functools.lru_cache(maxsize=256)
 def opencl_stencil_source(stencil: StencilProgram, cfg: StencilConfig) -> str:
-    """OpenCL kernel ``fused_stencil(out, in, H, W, nb)``: launch it on a grid of
-    ``(ceil(W / tw) * wx, ceil(H / th) * wy, nb)`` with groups of ``(wx, wy, 1)``."""
+    """OpenCL kernel ``fused_stencil(out, in, H, W, nb, sp0, ...)``: launch it on a grid of
+    ``(ceil(W / tw) * wx, ceil(H / th) * wy, nb)`` with groups of ``(wx, wy, 1)``; ``sp<n>``
+    are the point stages' scalar parameters (``kernel_arguments``)."""
+    return _opencl_stencil_source(stencil.template, cfg)
+
+
+@functools.lru_cache(maxsize=256)
+def _opencl_stencil_source(stencil: StencilProgram, cfg: StencilConfig) -> str:
     return _StencilKernel(stencil, cfg, _OPENCL_DIALECT).source()
 
 
-@functools.lru_cache(maxsize=256)
 def cuda_stencil_source(stencil: StencilProgram, cfg: StencilConfig = CUDA_CONFIG) -> str:
-    """CUDA kernel ``extern "C" fused_stencil(out, in, H, W, nb)``: blocks ``(wx, wy, 1)``,
-    grid ``(ceil(W / tw), ceil(H / th), min(nb, 65535))`` (it loops over the batch)."""
+    """CUDA kernel ``extern "C" fused_stencil(out, in, H, W, nb, sp0, ...)``: blocks
+    ``(wx, wy, 1)``, grid ``(ceil(W / tw), ceil(H / th), min(nb, 65535))`` (it loops over the
+    batch); ``sp<n>`` as in :func:`opencl_stencil_source`."""
+    return _cuda_stencil_source(stencil.template, cfg)
+
+
+@functools.lru_cache(maxsize=256)
+def _cuda_stencil_source(stencil: StencilProgram, cfg: StencilConfig) -> str:
     return _StencilKernel(stencil, cfg, _CUDA_DIALECT).source()
+
+
+def kernel_arguments(stencil: StencilProgram) -> tuple[Any, ...]:
+    """The scalar arguments after ``nb``: ``stencil.arguments()``, bools as the 0/1 byte
+    of the kernels' ``uchar``/``unsigned char``."""
+    return tuple(np.uint8(a) if a.dtype == np.bool_ else a  # type: ignore[attr-defined]
+                 for a in stencil.arguments())
 
 
 def render_source(stencil: StencilProgram, device: str) -> str | None:

@@ -90,7 +90,7 @@ class OpenCLDialect(Dialect):
 
     def vector_function(self, program: Program, v: int, name: str) -> str:
         assert isinstance(self.renderer, OpenCLRenderer)
-        return self.renderer.vector_function(program, v, name=name)
+        return self.renderer.vector_function(program, v, name=name, params=True)
 
 
 class CUDADialect(Dialect):

@@ -4,7 +4,8 @@
 A node joins its readers' kernel when every reader is in that kernel, it is not a
 requested output, and it runs on the same device, and while the kernel holds fewer than
 ``ELEMENTWISE_BUDGET`` ops (a compiler's time grows faster than the function it compiles,
-so a longer chain becomes several kernels). Scalar constants become literals.
+so a longer chain becomes several kernels). Scalar constants become the program's
+``consts``: kernel arguments, not part of its source (``ir.program``).
 """
 
 from __future__ import annotations

@@ -1,13 +1,23 @@
 """A fused elementwise kernel as data: a straight-line program over its inputs.
 
-Values are numbered: first the kernel's inputs, then literal constants, then
+Values are numbered: first the kernel's inputs, then scalar constants, then
 one value per instruction. Every device renders or interprets the same program,
 and its ``signature`` keys compiled-kernel caches.
+
+Scalar constants are kernel arguments (``params``, passed as ``arguments()``): neither the
+source nor the signature holds their values, so a changed gain, threshold, clip bound or
+``where`` fill value runs the kernel already compiled. The one exception (``baked``) is a
+``pow`` exponent of 2, which every generator writes as ``x * x`` (exact, where ``pow`` may
+be 1 ulp off, and what NumPy's ``power`` does for a scalar 2); a program squaring and one
+cubing are different kernels anyway.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -36,10 +46,42 @@ class Program:
             return self.consts[value][1]
         return self.instrs[value - len(self.consts)].dtype
 
+    @functools.cached_property
+    def baked(self) -> frozenset[int]:
+        """Indices into ``consts`` whose values are written into the source: a float or
+        integer ``pow`` exponent of 2 (rendered as ``x * x``)."""
+        first = self.n_inputs
+        return frozenset(i.args[1] - first for i in self.instrs
+                         if i.op == "pow" and 0 <= i.args[1] - first < len(self.consts)
+                         and self.consts[i.args[1] - first][0] == 2
+                         and self.consts[i.args[1] - first][1] != "bool")
+
+    @functools.cached_property
+    def params(self) -> tuple[int, ...]:
+        """Indices into ``consts`` passed to the kernel at run time, in argument order."""
+        return tuple(k for k in range(len(self.consts)) if k not in self.baked)
+
+    def arguments(self) -> tuple[np.generic, ...]:
+        """The values of ``params``, as NumPy scalars of their dtypes: each constant
+        already holds its kernel dtype's value, so the conversion is exact."""
+        return tuple(np.dtype(self.consts[k][1]).type(self.consts[k][0]) for k in self.params)
+
+    @functools.cached_property
+    def template(self) -> Program:
+        """This program with every parameter's value replaced by 0: what code generators
+        render, so no parameter's value can reach a kernel's source."""
+        if not self.params:
+            return self
+        consts = tuple((v, d) if k in self.baked else (False if d == "bool" else 0, d)
+                       for k, (v, d) in enumerate(self.consts))
+        return Program(self.input_dtypes, consts, self.instrs, self.outputs)
+
     @property
     def signature(self) -> str:
         body = ";".join(f"{i.op}({','.join(map(str, i.args))}):{i.dtype}" for i in self.instrs)
-        consts = ",".join(f"{v!r}:{d}" for v, d in self.consts)
+        # a parameter's value is an argument, not part of the kernel
+        consts = ",".join(f"{v!r}:{d}" if k in self.baked else f"?:{d}"
+                          for k, (v, d) in enumerate(self.consts))
         return f"in[{','.join(self.input_dtypes)}]c[{consts}]{{{body}}}->{self.outputs}"
 
     @property

@@ -58,6 +58,24 @@ class StencilProgram:
                 parts.append(f"point({s.sources},{s.program.signature})")
         return f"stencil[{','.join(self.value_dtypes)}]" + ";".join(parts)
 
+    def arguments(self) -> tuple[object, ...]:
+        """The point stages' scalar parameters (``Program.arguments``), stage by stage: the
+        kernel takes them after its own arguments. Convolution taps stay in the source:
+        they fix which taps exist (zeros are skipped) and so the kernel's loops."""
+        args: list[object] = []
+        for s in self.stages:
+            if isinstance(s, PointStage):
+                args.extend(s.program.arguments())
+        return tuple(args)
+
+    @property
+    def template(self) -> StencilProgram:
+        """This pipeline with every point stage's ``Program.template``: what code
+        generators render."""
+        stages = tuple(PointStage(s.program.template, s.sources) if isinstance(s, PointStage)
+                       else s for s in self.stages)
+        return StencilProgram(self.value_dtypes, stages)
+
     @property
     def ops(self) -> tuple[str, ...]:
         """The ops this kernel holds, for plans and diagrams."""

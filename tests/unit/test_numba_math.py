@@ -110,7 +110,9 @@ def test_float32_loop_is_avx512_without_libm(name: str) -> None:
     namespace: dict = {}
     exec(compile(source, f"<{name} kernel>", "exec"), namespace)
     kernel = namespace["kernel"]
-    kernel.compile((numba_array("float32", False), numba_array("float32", True)))
+    # the constant 1.0 is the kernel's scalar parameter C0
+    kernel.compile((numba_array("float32", False), numba_array("float32", True),
+                    numba_cpu.numba.float32))
     asm = "\n".join(kernel.inspect_asm().values())
     assert re.search(r"vfmadd\w*\s[^\n]*%zmm", asm), "no 16-lane fma in the loop"
     symbols = set(re.findall(r"(?:movabsq\s+\$|call\w*\s+)([A-Za-z_]\w*)", asm))

@@ -78,8 +78,9 @@ def launch(stencil: StencilProgram, image: np.ndarray, out: np.ndarray) -> None:
     nsplit = _nsplit(img.shape[0], h, threads)
     ntask = img.shape[0] * nsplit
     threads = min(threads, ntask)
+    params = stencil.arguments()  # point stages' scalars: arguments, not in the kernel
     if threads <= 1:
-        kernel(out3, img, nsplit, 0, ntask, rmaps, cmaps)
+        kernel(out3, img, nsplit, 0, ntask, rmaps, cmaps, *params)
         return
     # Tasks go to whichever thread is free (the caller works too): a core busy with
     # something else slows one thread, not the whole kernel. The kernel is nogil.
@@ -93,7 +94,7 @@ def launch(stencil: StencilProgram, image: np.ndarray, out: np.ndarray) -> None:
                 t = next(queue, -1)
             if t < 0:
                 return
-            kernel(out3, img, nsplit, t, t + 1, rmaps, cmaps)
+            kernel(out3, img, nsplit, t, t + 1, rmaps, cmaps, *params)
 
     pool = _executor(threads - 1)
     futures = [pool.submit(work) for _ in range(threads - 1)]

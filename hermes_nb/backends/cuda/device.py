@@ -83,7 +83,9 @@ class CUDADevice(Device):
             return self._ops.run(spec, inputs)
         out = self._cupy.empty(spec.shape, dtype=spec.dtype)
         if out.size:
-            cuda_kernels.built(cuda_kernels.elementwise(program))(*inputs, out)
+            # scalar parameters are call arguments: one kernel for any of their values
+            cuda_kernels.built(cuda_kernels.elementwise(program))(
+                *inputs, *program.arguments(), out)
         return out
 
     def _stencil(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
@@ -101,7 +103,8 @@ class CUDADevice(Device):
             image = self._cupy.ascontiguousarray(inputs[0])
             cuda_kernels.built(kernel)(
                 (gx, gy, min(nb, 65535)), (cfg.wx, cfg.wy, 1),  # the kernel loops over the batch
-                (out, image, np.int64(spec.shape[-2]), np.int64(spec.shape[-1]), np.int64(nb)),
+                (out, image, np.int64(spec.shape[-2]), np.int64(spec.shape[-1]), np.int64(nb),
+                 *stencil_c.kernel_arguments(spec.attrs["stencil"])),  # scalars: arguments
             )  # fmt: skip
         return out
 

@@ -25,7 +25,9 @@ def run(ops: Any, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         if product.size == 0:
             return ops.run(spec, inputs)
         out = product if product.dtype == spec.dtype else cupy.empty(spec.shape, spec.dtype)
-        cuda_kernels.built(cuda_kernels.elementwise(a["epilogue"]))(product, *inputs[2:], out)
+        epilogue = a["epilogue"]
+        cuda_kernels.built(cuda_kernels.elementwise(epilogue))(
+            product, *inputs[2:], *epilogue.arguments(), out)
         return out
     if math.prod(a["in_shape"]) == 0 or math.prod(spec.shape) == 0:
         return ops.run(spec, inputs)
@@ -37,5 +39,6 @@ def run(ops: Any, spec: OpSpec, inputs: Sequence[Any]) -> Any:
     if epilogue is None:
         return cupy.ascontiguousarray(red.reshape(spec.shape))
     out = cupy.empty(spec.shape, spec.dtype)
-    cuda_kernels.built(epilogue)(red.reshape(spec.shape), *inputs[n:], out)
+    cuda_kernels.built(epilogue)(red.reshape(spec.shape), *inputs[n:],
+                                 *a["epilogue"].arguments(), out)
     return out

@@ -68,10 +68,15 @@ def built(kernel: CupyKernel) -> Any:
     return kernel.build()
 
 
-@functools.lru_cache(maxsize=512)
 def elementwise(program: Program) -> CupyKernel:
-    """The ElementwiseKernel computing ``program``; call it as ``k(*inputs, out)`` (CuPy
-    broadcasts the inputs to ``out``)."""
+    """The ElementwiseKernel computing ``program``; call it as
+    ``k(*inputs, *program.arguments(), out)`` (CuPy broadcasts the inputs to ``out``). One
+    kernel for any values of the scalar parameters (keyed by ``program.template``)."""
+    return _elementwise(program.template)
+
+
+@functools.lru_cache(maxsize=512)
+def _elementwise(program: Program) -> CupyKernel:
     in_params, out_params, operation, preamble = cuda_elementwise_parts(program)
     return CupyKernel("ElementwiseKernel", (in_params, out_params, operation), (
         ("name", "hermes_fused"), ("preamble", preamble), ("options", CUDA_OPTIONS)))

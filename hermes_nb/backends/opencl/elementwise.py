@@ -61,15 +61,16 @@ def run_fused(dev: LaunchDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
     source, modes, meta, width = variant(dev.capabilities, dev.fp64, spec)
     args = [out.data, *(x.data for x in inputs),
             (dev.meta(meta) if "g" in modes else dev.unused).data]
+    params = c_kernels.opencl_arguments(program)  # scalars: arguments, not in the source
     done = 0
     if width > 0:
         n_vec = n // width
-        dev.launch(source, "fused_vec", n_vec, *args, np.int64(n_vec))
+        dev.launch(source, "fused_vec", n_vec, *args, np.int64(n_vec), *params)
         done = n_vec * width
     if done < n:  # everything, or the tail after fused_vec
         knl = dev.programs.kernel(source, "fused")
         wg = dev.group_size(knl)
-        knl(dev.queue, (round_up(n - done, wg),), (wg,), *args, np.int64(n),
+        knl(dev.queue, (round_up(n - done, wg),), (wg,), *args, np.int64(n), *params,
             global_offset=(done,))
     return out
 

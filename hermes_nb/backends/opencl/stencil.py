@@ -34,6 +34,7 @@ def fused_stencil(dev: KernelDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any
     knl(
         dev.queue, (gx * cfg.wx, gy * cfg.wy, nb), (cfg.wx, cfg.wy, 1),
         out.data, inputs[0].data, np.int64(h), np.int64(w), np.int64(nb),
+        *stencil_c.kernel_arguments(stencil),  # point stages' scalars: not in the source
     )  # fmt: skip
     return out
 
