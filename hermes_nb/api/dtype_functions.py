@@ -19,7 +19,7 @@ def _dtype(value: Any, op: str, name: str, *, arrays: bool = True) -> np.dtype:
     """The Hermes dtype of ``value`` (a dtype, a dtype name, or a Tensor when ``arrays``)."""
     if arrays and isinstance(value, Tensor):
         return value.dtype
-    if isinstance(value, (bool, int, float, complex)) or value is None:
+    if isinstance(value, (bool, int, float, complex, Tensor)) or value is None:
         what = "a dtype or a Tensor" if arrays else "a dtype"
         raise TypeError(f"{op}: {name} must be {what}, got {value!r} "
                         f"({type(value).__name__})")

@@ -98,8 +98,6 @@ class Info:
     False
     """
 
-    __module__ = "hermes_nb"
-
     def capabilities(self) -> dict[str, Any]:
         """Boolean-mask indexing and data-dependent output shapes are not supported (a
         lazy graph knows every shape when it is built); no limit on dimensions."""
