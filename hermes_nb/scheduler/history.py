@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import math
 import functools
+import math
 import os
 import socket
 import sqlite3
