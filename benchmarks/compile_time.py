@@ -8,6 +8,14 @@ W1-style pipeline with a constant nobody has compiled before: in the first, the 
 result pays the compile (and the compiler's start-up in that process; a second new
 kernel there shows the compile alone); in the second, it pays only loading from the
 disk caches.
+
+    python -m benchmarks.compile_time --first-cell [--runs 8]
+
+Tutorial 04's five-kernel cell (blur5+sobel, ``relu(a @ a.T - 190).mean(axis=1)``, a
+max) in a fresh process with empty caches and an empty history: its first run's wall
+time against the compile + run time of its kernels on the devices they finally run on
+(measured in another fresh process, each kernel pinned to that device: the sum of its
+kernels' times, each compile included).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 
 def child(device: str, constant: float, size: int) -> dict[str, float]:
@@ -49,6 +58,87 @@ def child(device: str, constant: float, size: int) -> dict[str, float]:
     second = time.perf_counter() - t0
     return {"import_s": imported - start, "first_s": first, "run_s": sorted(runs)[1],
             "second_first_s": second}
+
+
+def _cell(pins: dict[str, str]) -> tuple[float, list[tuple[str, str, float]]]:
+    """Run tutorial 04's cell once, each kernel on ``pins[op]`` where given: its wall time
+    and (op, device, seconds with any compile) per kernel."""
+    import contextlib
+
+    import hermes_nb as hm
+
+    def on(op: str) -> Any:
+        return hm.device(pins[op]) if op in pins else contextlib.nullcontext()
+
+    image, a, pipeline = _CELL_INPUTS
+    t0 = time.perf_counter()
+    with on("fused_stencil"):
+        edges = pipeline(image)
+    with on("permute"):
+        at = a.T
+    with on("fused_matmul"):
+        m = hm.relu(a @ at - 190.0)
+    with on("fused_reduce"):
+        scores = m.mean(axis=1)
+    with on("max"):
+        strongest = edges.max()
+    hm.compute(edges, scores, strongest)
+    wall = time.perf_counter() - t0
+    profile = hm.runtime.last_profile()
+    assert profile is not None
+    return wall, [(k.op, k.device, k.end - k.start) for k in profile.kernels]
+
+
+_CELL_INPUTS: tuple[Any, ...] = ()
+
+
+def first_cell_child(pins: dict[str, str], runs: int) -> dict[str, Any]:
+    import hermes_nb as hm
+    from hermes_nb.data import sample_image
+
+    global _CELL_INPUTS
+    a = hm.Tensor.random((768, 768), seed=0).compute()
+    pipeline = hm.compose(hm.gaussian_blur(kernel_size=5), hm.sobel_edge_detection())
+    _CELL_INPUTS = (sample_image(), a, pipeline)
+    first, kernels = _cell(pins)
+    walls = []
+    for _ in range(runs - 1):
+        wall, last = _cell(pins)
+        walls.append(wall)
+    final = {op: device for op, device, _ in (last if walls else kernels)}
+    return {"first_s": first, "kernels": kernels, "final": final,
+            "later_s": walls, "kernel_sum_s": sum(s for _, _, s in kernels)}
+
+
+def first_cell(runs: int) -> dict[str, Any]:
+    """The first-run figure: the unpinned cell's first run, and the pinned reference."""
+    with tempfile.TemporaryDirectory() as cache:
+        free = _spawn_cell({}, runs, cache)
+    with tempfile.TemporaryDirectory() as cache:
+        pinned = _spawn_cell(free["final"], 1, cache)
+    return {"first_run_s": free["first_s"], "first_run_kernels": free["kernels"],
+            "later_runs_s": free["later_s"], "final_devices": free["final"],
+            "reference_s": pinned["kernel_sum_s"], "reference_kernels": pinned["kernels"],
+            "ratio": free["first_s"] / pinned["kernel_sum_s"]}
+
+
+def _spawn_cell(pins: dict[str, str], runs: int, cache: str) -> dict[str, Any]:
+    env = dict(os.environ, HERMES_NB_CACHE_DIR=cache)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.compile_time", "--cell-child", json.dumps(pins),
+         "--runs", str(runs)], capture_output=True, text=True, env=env, check=True,
+    )
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _print_first_cell(r: dict[str, Any]) -> None:
+    print("\ntutorial 04's cell, empty caches and history")
+    print(f"  first run {r['first_run_s'] * 1e3:.0f} ms:",
+          ", ".join(f"{op} on {d} {s * 1e3:.0f} ms" for op, d, s in r["first_run_kernels"]))
+    print("  later runs:", ", ".join(f"{s * 1e3:.0f}" for s in r["later_runs_s"]), "ms")
+    print(f"  compile + run on the final devices {r['reference_s'] * 1e3:.0f} ms:",
+          ", ".join(f"{op} on {d} {s * 1e3:.0f} ms" for op, d, s in r["reference_kernels"]))
+    print(f"  first run / (compile + run on the final devices) = {r['ratio']:.2f}")
 
 
 def _spawn(device: str, constant: float, size: int, cache: str) -> dict[str, float]:
@@ -81,11 +171,25 @@ def measure(devices: list[str], size: int) -> list[dict[str, float | str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--child", nargs=2, metavar=("DEVICE", "CONSTANT"), help=argparse.SUPPRESS)
+    parser.add_argument("--cell-child", help=argparse.SUPPRESS)
+    parser.add_argument("--first-cell", action="store_true",
+                        help="tutorial 04's cell: first run against compile + run")
+    parser.add_argument("--runs", type=int, default=8, help="runs of the cell (--first-cell)")
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--json", help="write the results to this file")
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(child(args.child[0], float(args.child[1]), args.size)))
+        return 0
+    if args.cell_child is not None:
+        print(json.dumps(first_cell_child(json.loads(args.cell_child), args.runs)))
+        return 0
+    if args.first_cell:
+        result = first_cell(args.runs)
+        _print_first_cell(result)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(result, fh, indent=2)
         return 0
     import hermes_nb as hm
 

@@ -108,7 +108,9 @@ class RunSummary:
     def _parts(self) -> tuple[str, str, str]:
         names = ", ".join(self.names) if self.names else "nothing to compute"
         where = ", ".join(self.devices) if self.devices else "-"
-        return names, where, f"{self.wall_s * 1e3:.2f} ms"
+        compiled = self.profile.compile_s if self.profile is not None else 0.0
+        built = f" ({compiled * 1e3:.0f} ms of it compiling)" if compiled else ""
+        return names, where, f"{self.wall_s * 1e3:.2f} ms{built}"
 
     def __repr__(self) -> str:
         names, where, wall = self._parts()

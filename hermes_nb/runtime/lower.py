@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.backends import get_device
+from hermes_nb.compiler.progress import recording
 from hermes_nb.errors import DeviceError, DeviceMemoryError
 from hermes_nb.ir.node import Node, OpSpec, is_borrowed, toposort
 from hermes_nb.ir.random import draw
@@ -114,8 +115,8 @@ def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Reside
             buffers = [_moved(r, f"{spec.key} input {i}", device, run_id)
                        for i, r in enumerate(inputs)]
             estimate = decision.estimate_s if decision is not None else None
-            start, out, end = device.run(_timed, device, spec, buffers,
-                                         estimate_s=estimate or 0.0)
+            start, out, end, built = device.run(_timed, device, spec, buffers,
+                                                estimate_s=estimate or 0.0)
         except Exception as exc:
             failures.append(f"{device.id}: {type(exc).__name__}: {exc}")
             retry = None
@@ -134,13 +135,23 @@ def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Reside
                         exc, retry.device)
             decision, spec = retry, replace(spec, device=retry.device)
             continue
-        if decision is not None:
-            default_scheduler().record(decision, end - start, device=device.id)
-        profile.record(run_id, profile.KernelRun(
-            spec.key, spec.op, device.id, start, end,
-            decision.estimate_s if decision is not None else None,
-            decision.reason if decision is not None else "", tuple(failures)))
+        _record(run_id, spec, decision, device.id, start, end, built, failures)
         return Resident(device.id, out)
+
+
+def _record(run_id: int, spec: OpSpec, decision: Decision | None, device: str, start: float,
+            end: float, built: profile.CompileRecorder, failures: list[str]) -> None:
+    """The run into the profile, its builds as their own events; the scheduler learns the
+    run time without the builds (a compile is paid once, an estimate is for every run)."""
+    for event in built.events:
+        profile.record(run_id, event)
+    run = profile.KernelRun(spec.key, spec.op, device, start, end,
+                            decision.estimate_s if decision is not None else None,
+                            decision.reason if decision is not None else "", tuple(failures),
+                            compile_s=built.seconds)
+    if decision is not None:
+        default_scheduler().record(decision, run.seconds, device=device)
+    profile.record(run_id, run)
 
 
 def check_allocation(spec: OpSpec, device: Any) -> None:
@@ -201,12 +212,17 @@ def _moved(value: Resident, label: str, device: Any, run_id: int) -> Any:
     return buffer
 
 
-def _timed(device: Any, spec: OpSpec, buffers: list[Any]) -> tuple[float, Any, float]:
-    """Run and synchronise on the device's thread, so the time is the kernel's own."""
-    start = time.perf_counter()
-    out = device.execute(spec, buffers)
-    device.synchronize()
-    return start, out, time.perf_counter()
+def _timed(device: Any, spec: OpSpec, buffers: list[Any]
+           ) -> tuple[float, Any, float, profile.CompileRecorder]:
+    """Run and synchronise on the device's thread, so the time is the kernel's own; the
+    builds the backends' caches ran meanwhile are recorded apart."""
+    built = profile.CompileRecorder(spec.key, spec.op, device.id)
+    with recording(built):
+        start = time.perf_counter()
+        out = device.execute(spec, buffers)
+        device.synchronize()
+        end = time.perf_counter()
+    return start, out, end, built
 
 
 def _as_device_error(spec: OpSpec, device: Any, exc: Exception) -> DeviceError:

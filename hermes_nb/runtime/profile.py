@@ -1,4 +1,10 @@
-"""What one graph execution did: each kernel's device, times, estimate and failures."""
+"""What one graph execution did: each kernel's device, times, estimate and failures, and
+the builds (compiles, self-test launches) kernels paid for before they ran.
+
+A kernel's build is its own event (:class:`CompileRun`): a kernel's run time
+(:attr:`KernelRun.seconds`) leaves it out, and so does what the scheduler learns from the
+run, so a first run's compile never becomes an estimate.
+"""
 
 from __future__ import annotations
 
@@ -23,10 +29,22 @@ class KernelRun:
     estimate_s: float | None
     reason: str
     failures: tuple[str, ...] = ()  # "device: error" for each device that failed it first
+    compile_s: float = 0.0  # builds between start and end (its CompileRun events)
 
     @property
     def seconds(self) -> float:
+        """The kernel's run time: from start to end, less what it spent building."""
+        return max(self.end - self.start - self.compile_s, 0.0)
+
+    @property
+    def wall_s(self) -> float:
+        """Start to end, any compile included."""
         return self.end - self.start
+
+    @property
+    def run_start(self) -> float:
+        """When the kernel itself ran: builds come before a kernel's launch."""
+        return min(self.start + self.compile_s, self.end)
 
     @property
     def kernel(self) -> str:
@@ -54,12 +72,70 @@ class TransferRun:
         return self.end - self.start
 
 
+@dataclass(frozen=True)
+class CompileRun:
+    """One build a kernel needed on a device before it ran (paid once per kernel and
+    device: a later run finds it in the backend's cache)."""
+
+    key: str  # the kernel it was built for
+    op: str
+    device: str
+    what: str  # what was built, as the backend names it
+    kind: str  # "compile", or "self-test" (a first launch in the isolated worker)
+    start: float  # perf_counter seconds
+    end: float
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+    @property
+    def label(self) -> str:
+        """``"compiling fused_stencil on opencl:0"``."""
+        verb = "compiling" if self.kind == "compile" else "self-testing"
+        return f"{verb} {self.op} on {self.device}"
+
+
+class CompileRecorder:
+    """Collects the builds of one kernel launch on one device (a ``CompileListener`` of
+    ``compiler.progress``); while one runs, :func:`compiling_now` names it."""
+
+    def __init__(self, key: str, op: str, device: str) -> None:
+        self.key, self.op, self.device = key, op, device
+        self.events: list[CompileRun] = []
+
+    def started(self, what: str, kind: str, start: float) -> None:
+        with _active_lock:
+            _active[id(self)] = CompileRun(self.key, self.op, self.device, what, kind, start, start)
+
+    def finished(self, what: str, kind: str, start: float, end: float) -> None:
+        with _active_lock:
+            _active.pop(id(self), None)
+        self.events.append(CompileRun(self.key, self.op, self.device, what, kind, start, end))
+
+    @property
+    def seconds(self) -> float:
+        return sum(e.seconds for e in self.events)
+
+
+_active: dict[int, CompileRun] = {}
+_active_lock = threading.Lock()
+
+
+def compiling_now() -> list[CompileRun]:
+    """The builds running at this moment (``end`` is their start), e.g. for a live monitor."""
+    with _active_lock:
+        return list(_active.values())
+
+
 @dataclass
 class Profile:
     """The kernels of one execution, in the order they finished, and the copies between devices."""
 
     kernels: list[KernelRun] = field(default_factory=list)
     transfers: list[TransferRun] = field(default_factory=list)
+    #: the builds kernels paid for in this run, in the order they finished
+    compiles: list[CompileRun] = field(default_factory=list)
     started: float = field(default_factory=time.perf_counter)
     finished: float | None = None
     #: the kernels this run placed (names are the keys of ``kernels``), without sources
@@ -68,9 +144,12 @@ class Profile:
     on_kernel: Callable[[KernelRun], None] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, run: KernelRun | TransferRun) -> None:
+    def add(self, run: KernelRun | TransferRun | CompileRun) -> None:
         with self._lock:
-            (self.transfers if isinstance(run, TransferRun) else self.kernels).append(run)
+            if isinstance(run, CompileRun):
+                self.compiles.append(run)
+            else:
+                (self.transfers if isinstance(run, TransferRun) else self.kernels).append(run)
         if self.on_kernel is not None and isinstance(run, KernelRun):
             self.on_kernel(run)
 
@@ -78,6 +157,16 @@ class Profile:
         """Copies of both lists: worker threads may still be appending."""
         with self._lock:
             return list(self.kernels), list(self.transfers)
+
+    def compile_events(self) -> list[CompileRun]:
+        """A copy of the builds so far."""
+        with self._lock:
+            return list(self.compiles)
+
+    @property
+    def compile_s(self) -> float:
+        """Seconds spent building kernels in this run (summed over devices)."""
+        return sum(c.seconds for c in self.compile_events())
 
     def per_kernel(self) -> dict[str, tuple[float, tuple[str, ...]]]:
         """Per kernel key: its measured seconds and the devices that ran it (the tiles of a
@@ -95,11 +184,18 @@ class Profile:
     def seconds(self) -> float:
         return (self.finished or time.perf_counter()) - self.started
 
+    def _headline(self, n: int) -> str:
+        compiled = self.compile_s
+        built = f" ({compiled * 1e3:.2f} ms compiling)" if compiled else ""
+        return f"{n} kernel(s) in {self.seconds * 1e3:.2f} ms{built}"
+
     def __str__(self) -> str:
-        lines = [f"Profile: {len(self.kernels)} kernel(s) in {self.seconds * 1e3:.2f} ms"]
-        for k in self.kernels:
+        kernels = self.snapshot()[0]
+        lines = [f"Profile: {self._headline(len(kernels))}"]
+        for k in kernels:
             failed = f"; failed first on {', '.join(k.failures)}" if k.failures else ""
-            lines.append(f"  {k.key:<28} {k.device:<10} {k.seconds * 1e3:9.3f} ms{failed}")
+            built = f" + compile {k.compile_s * 1e3:.1f} ms" if k.compile_s else ""
+            lines.append(f"  {k.key:<28} {k.device:<10} {k.seconds * 1e3:9.3f} ms{built}{failed}")
         return "\n".join(lines)
 
     def _repr_pretty_(self, p: object, cycle: bool) -> None:
@@ -112,14 +208,16 @@ class Profile:
         rows = "".join(
             f"<tr><td>{html.escape(k.key)}</td><td>{html.escape(k.op)}</td>"
             f"<td>{html.escape(k.device)}</td><td>{k.seconds * 1e3:.3f}</td>"
+            f"<td>{f'{k.compile_s * 1e3:.1f}' if k.compile_s else ''}</td>"
             f"<td>{'' if k.estimate_s is None else f'{k.estimate_s * 1e3:.3f}'}</td>"
             f"<td>{html.escape(k.reason)}</td><td>{html.escape(', '.join(k.failures))}</td></tr>"
             for k in kernels
         )
         return (
-            f"<div class='hermes-profile'><b>Profile</b>: {len(kernels)} kernel(s) in "
-            f"{self.seconds * 1e3:.2f} ms<table><thead><tr><th>kernel</th><th>op</th>"
-            "<th>device</th><th>ms</th><th>estimate ms</th><th>why</th><th>failed first on</th>"
+            f"<div class='hermes-profile'><b>Profile</b>: {html.escape(self._headline(len(kernels)))}"
+            "<table><thead><tr><th>kernel</th><th>op</th>"
+            "<th>device</th><th>ms</th><th>compile ms</th><th>estimate ms</th><th>why</th>"
+            "<th>failed first on</th>"
             f"</tr></thead><tbody>{rows}</tbody></table></div>"
         )
 
@@ -139,7 +237,7 @@ def begin(plan: Plan | None = None,
     return run_id
 
 
-def record(run_id: int, run: KernelRun | TransferRun) -> None:
+def record(run_id: int, run: KernelRun | TransferRun | CompileRun) -> None:
     profile = _profiles.get(run_id)  # absent on a distributed worker: nothing to add to
     if profile is not None:
         profile.add(run)

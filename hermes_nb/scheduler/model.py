@@ -160,6 +160,18 @@ class PerfModel:
         x = kernel.flops if fit.predictor == "flops" else kernel.nbytes
         return Estimate(max(fit(x), 1e-9), "fit" if fit.points >= 2 else "scaled", pair.runs)
 
+    def prior(self, kernel: KernelInfo, device: str) -> float | None:
+        """A guess for a kernel ``device`` never ran: its bytes at the device's median
+        seconds per byte over the kernels it ran (held in memory); None when it ran none."""
+        with self._lock:
+            rates = [robust_time(list(size.samples)) / max(size.nbytes, 1)
+                     for (_, d), pair in self._pairs.items() if d == device
+                     for size in pair.sizes.values() if size.samples]
+        if not rates:
+            return None
+        rates.sort()
+        return rates[len(rates) // 2] * max(kernel.nbytes, 1)
+
     def fit(self, signature: str, device: str) -> LinearFit | None:
         """The size model of a pair: a robust line through its per-size times (cached)."""
         pair = self._pairs.get((signature, device))

@@ -16,6 +16,14 @@ A pinned device (``hm.device(...)``) overrides the policy. ``auto`` and ``fastes
 first *calibrate*: while a (signature, device) pair has fewer than
 ``calibration_runs`` timed runs (counting runs still in flight), the kernel goes to
 the least-tried such device and the decision says ``calibrating``.
+
+A kernel no device has timed yet is new: its first run on a device pays a compile
+there, so exploring would make the user wait for compiles on devices the run does not
+need. With ``explore_new_kernels=False`` (the runtime's :func:`default_scheduler`),
+every instance of a new kernel goes to the device the prior predicts best (copies, then
+each device's speed on the kernels it has run, see :meth:`PerfModel.prior`, then the
+candidates' order); the other devices are explored on later runs. Simulated devices
+compile nothing, so there the default spreads a new kernel's instances over the devices.
 """
 
 from __future__ import annotations
@@ -153,6 +161,10 @@ class Scheduler:
         Whether a device copies inputs while it computes earlier work (a DMA engine
         with prefetch: ``finish = max(wait, ready + copy) + run``) or copies on its
         worker before computing (``max(wait, ready) + copy + run``, today's runtime).
+    explore_new_kernels
+        Whether a kernel no device has timed is explored on several devices at once
+        (its instances in flight spread over them). False for devices that compile a
+        kernel on its first run there: every instance goes to the prior's best device.
     """
 
     def __init__(
@@ -164,9 +176,11 @@ class Scheduler:
         transfers: TransferModel | None = None,
         health: HealthRegistry | None = None,
         overlap_copies: bool = False,
+        explore_new_kernels: bool = True,
     ) -> None:
         self.store = store
         self.overlap_copies = overlap_copies
+        self.explore_new_kernels = explore_new_kernels
         self.model = model or PerfModel(store, calibration_runs=calibration_runs)
         self.transfers = transfers or TransferModel(store)
         self.health = health or HealthRegistry()
@@ -269,6 +283,9 @@ class Scheduler:
         sig = kernel.signature
         n = self.calibration_runs
         tried = [(c.runs + self._exploring.get((sig, c.device), 0), i) for i, c in enumerate(healthy)]
+        if not self.explore_new_kernels and all(c.runs == 0 for c in healthy):
+            # a new kernel: no compile on devices it may never run on
+            return self._first_run(kernel, healthy, candidates, policy, commit)
         if min(tried)[0] < n:  # explore the least-tried uncalibrated device
             count, i = min(tried)
             chosen = healthy[i]
@@ -304,6 +321,34 @@ class Scheduler:
                     else "its copies"
                 reason += f"; {quicker.device} runs faster but loses to {cause}"
         return Decision(chosen.device, policy, reason, kernel, candidates)
+
+    def _first_run(
+        self,
+        kernel: KernelInfo,
+        healthy: list[CandidateEstimate],
+        candidates: tuple[CandidateEstimate, ...],
+        policy: str,
+        commit: bool,
+    ) -> Decision:
+        """A kernel no device has timed: the prior's best device, for every instance."""
+        priors = {c.device: self.model.prior(kernel, c.device) for c in healthy}
+
+        def rank(item: tuple[int, CandidateEstimate]) -> tuple[float, float, int]:
+            i, c = item
+            prior = priors[c.device]
+            return (c.transfer_s + (prior or 0.0), prior is None, i)
+
+        chosen = min(enumerate(healthy), key=rank)[1]
+        if commit:
+            with self._lock:
+                key = (kernel.signature, chosen.device)
+                self._exploring[key] = self._exploring.get(key, 0) + 1
+        prior = priors[chosen.device]
+        why = f"prior {fmt_s(prior)} + copy {fmt_s(chosen.transfer_s)}" if prior is not None \
+            else f"no timings yet; copy {fmt_s(chosen.transfer_s)}"
+        reason = (f"calibrating: {chosen.device} runs this new kernel first ({why}); "
+                  "other devices are timed on later runs")
+        return Decision(chosen.device, policy, reason, kernel, candidates, True)
 
     # ------------------------------------------------------------------ learning
     def record(
@@ -405,10 +450,11 @@ _default_lock = threading.Lock()
 
 
 def default_scheduler() -> Scheduler:
-    """The process-wide scheduler, its history in ``cache_dir()/perf_history.sqlite3``."""
+    """The process-wide scheduler, its history in ``cache_dir()/perf_history.sqlite3``; a
+    new kernel runs on one device first (real devices compile on first use)."""
     global _default
     if _default is None:
         with _default_lock:
             if _default is None:
-                _default = Scheduler(HistoryStore())
+                _default = Scheduler(HistoryStore(), explore_new_kernels=False)
     return _default

@@ -1,8 +1,10 @@
-"""The live load monitor: per-device busy fraction, memory and queue, updating while shown."""
+"""The live load monitor: per-device busy fraction, memory and queue, updating while shown,
+and the kernel builds running now ("compiling fused_stencil on opencl:0 (1.2 s)")."""
 
 from __future__ import annotations
 
 import atexit
+import html
 import threading
 import time
 import weakref
@@ -10,6 +12,7 @@ import weakref
 import ipywidgets
 
 from hermes_nb.runtime.monitor import LoadSampler
+from hermes_nb.runtime.profile import compiling_now
 from hermes_nb.widgets.load import load_figure, stream_load
 from hermes_nb.widgets.show import ViewWidget, as_widget
 
@@ -42,13 +45,22 @@ class LoadMonitor(ipywidgets.VBox):
 
     def _status_text(self, running: bool) -> str:
         every = f"every {self.sampler.interval_s:g} s"
-        return f"<small>{'sampling ' + every if running else 'stopped'}</small>"
+        text = f"<small>{'sampling ' + every if running else 'stopped'}</small>"
+        if running:
+            now = time.perf_counter()
+            # a device compiling is busy for the user, though its queue looks idle
+            text += "".join(f"<br><small>{html.escape(c.label)} ({now - c.start:.1f} s)</small>"
+                            for c in compiling_now())
+        return text
 
     def _loop(self) -> None:
         while not self._stop.wait(self.sampler.interval_s):
             begin = time.thread_time()
             self.sampler.sample()
             stream_load(self.figure, self.sampler)
+            status = self._status_text(running=True)
+            if status != self.status.value:
+                self.status.value = status
             self.updates += 1
             self.cpu_seconds += time.thread_time() - begin
 

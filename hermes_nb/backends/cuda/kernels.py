@@ -64,8 +64,11 @@ def describe(cls: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
 
 @functools.lru_cache(maxsize=1024)  # every kind's kernels together
 def built(kernel: CupyKernel) -> Any:
-    """The CuPy kernel object of ``kernel`` (made once; CuPy compiles it on first launch)."""
-    return kernel.build()
+    """The CuPy kernel object of ``kernel`` (made once; CuPy compiles it on first launch,
+    which is timed as its build)."""
+    from hermes_nb.backends.cuda.first_launch import FirstLaunchTimed
+
+    return FirstLaunchTimed(kernel.build(), f"CUDA {kernel.cls} for cuda")
 
 
 def elementwise(program: Program) -> CupyKernel:

@@ -285,8 +285,13 @@ class GuardedKernel:
         geometry = (tuple(local_size) if local_size is not None else None,
                     bool(global_offset is not None and any(global_offset)))
         if geometry not in self._launched:
-            self._guard.launch(self._source, self._kernel.function_name, global_size,
-                               local_size, global_offset, args, queue, self._source_path)
+            from hermes_nb.compiler.progress import building
+
+            name = self._kernel.function_name
+            with building(f"first launch of {name} on {self._guard.device_id} in the build worker",
+                          kind="self-test"):
+                self._guard.launch(self._source, name, global_size, local_size, global_offset,
+                                   args, queue, self._source_path)
             self._launched.add(geometry)
         return self._kernel(queue, global_size, local_size, *args, global_offset=global_offset,
                             **kwargs)
