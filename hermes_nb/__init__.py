@@ -22,6 +22,7 @@ from hermes_nb.api.construct import (
 )
 from hermes_nb.api.contractions import tensordot, vecdot
 from hermes_nb.api.creation import arange, asarray, from_numpy, full, ones, zeros
+from hermes_nb.api.devices import devices
 from hermes_nb.api.dtype_functions import can_cast, finfo, iinfo, isdtype, result_type
 from hermes_nb.api.elementwise import (  # array-API elementwise functions
     abs,
@@ -121,7 +122,7 @@ from hermes_nb.api.plan import Plan
 from hermes_nb.api.reductions import argmax, argmin, max, mean, min, prod, std, sum, var
 from hermes_nb.api.tensor import Tensor, compute, persist
 from hermes_nb.api.utility import all, any, count_nonzero, cumulative_sum, diff
-from hermes_nb.backends import Device, devices, get_device
+from hermes_nb.backends import Device, get_device
 from hermes_nb.context import current_options, current_policy, device, options, policy
 from hermes_nb.errors import DeviceError
 from hermes_nb.ir.dtypes import bool_ as bool

@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from hermes_nb import context
-from hermes_nb.backends import get_device
 from hermes_nb.ir.node import Node
 
 
@@ -28,7 +27,7 @@ def make_node(
 
 
 def check_capability(op: str, device_id: str, dtype: np.dtype, inputs: Sequence[Node]) -> None:
-    dev = get_device(device_id)
+    dev = context.device_info(device_id)  # on a cluster, maybe a device only its workers have
     dtypes = {dtype, *(i.dtype for i in inputs)}
     unsupported = [d for d in dtypes if not dev.supports(d)]
     if unsupported:

@@ -19,6 +19,7 @@ from hermes_nb.backends import devices, get_device
 from hermes_nb.ir.node import Node, is_borrowed, toposort
 from hermes_nb.runtime import profile
 from hermes_nb.runtime.cluster import check_cluster, killed_worker_error
+from hermes_nb.runtime.cluster_run import cluster_get
 from hermes_nb.runtime.explain import kernel_source, plan_of
 from hermes_nb.runtime.lower import lower
 from hermes_nb.runtime.placement import Placement, place
@@ -111,7 +112,7 @@ def _run_on_cluster(client: Any, graph: dict[Any, Any], keys: list[str],
                     optimized: list[Node]) -> list[Resident]:
     check_cluster(client)
     try:
-        return client.get(graph, keys, sync=True)
+        return cluster_get(client, graph, keys, sync=True)  # placed on workers' devices
     except Exception as exc:
         nodes = {n.key: n for n in toposort(optimized)}
         error = killed_worker_error(exc, graph, nodes)

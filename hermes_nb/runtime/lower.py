@@ -14,16 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb.backends import get_device
 from hermes_nb.compiler.progress import recording
 from hermes_nb.errors import DeviceError, DeviceMemoryError
 from hermes_nb.ir.node import Node, OpSpec, is_borrowed, toposort
 from hermes_nb.ir.random import draw
 from hermes_nb.runtime import profile
+from hermes_nb.runtime.cluster_devices import bind
+from hermes_nb.runtime.cluster_reports import report
 from hermes_nb.runtime.coexec import lower_split
 from hermes_nb.runtime.placement import Placement
-from hermes_nb.runtime.resident import Resident
 from hermes_nb.runtime.remote import fetched, is_remote
+from hermes_nb.runtime.resident import Resident
 from hermes_nb.scheduler import Decision, default_scheduler
 
 log = logging.getLogger("hermes_nb.runtime")
@@ -89,7 +90,7 @@ def host_source_value(spec: OpSpec) -> Any:
 def load_host_source(spec: OpSpec) -> Resident:
     """Upload a constant, or draw seeded random numbers on the host and upload them."""
     value = host_source_value(spec)
-    device = get_device(spec.device)
+    device = bind(spec.device, spec)  # on a worker: one it has, if not the one named
     check_allocation(spec, device)
     return Resident(device.id, _guarded(spec, device, lambda: device.run(device.from_host, value)))
 
@@ -109,7 +110,7 @@ def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Reside
         check_integer_powers(spec, inputs)
     failures: list[str] = []
     while True:
-        device = get_device(spec.device)
+        device = bind(spec.device, spec)  # on a worker: one it has, if not the one named
         try:
             check_allocation(spec, device)
             buffers = [_moved(r, f"{spec.key} input {i}", device, run_id)
@@ -149,6 +150,8 @@ def _record(run_id: int, spec: OpSpec, decision: Decision | None, device: str, s
                             decision.estimate_s if decision is not None else None,
                             decision.reason if decision is not None else "", tuple(failures),
                             compile_s=built.seconds)
+    if report(run_id, run, spec, device):  # on a cluster worker: its client records it
+        return
     if decision is not None:
         default_scheduler().record(decision, run.seconds, device=device)
     profile.record(run_id, run)
