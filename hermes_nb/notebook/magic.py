@@ -18,6 +18,7 @@ long lines).
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import shlex
 import time
@@ -52,6 +53,22 @@ class _Parser(argparse.ArgumentParser):
     # raising lets the magic print one line instead
     def error(self, message: str) -> Any:
         raise _UsageError(message)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        known, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            raise _UsageError(_unrecognized(unknown[0], self._option_string_actions))
+        return known
+
+
+def _unrecognized(word: str, options: Any) -> str:
+    """``unrecognized arguments: --devcie (did you mean --device?)``: the option names are
+    compared without their dashes, which every one shares."""
+    flag = word.split("=", 1)[0]
+    names = {o.lstrip("-"): o for o in options if o.startswith("--")}
+    close = difflib.get_close_matches(flag.lstrip("-"), names, n=1) if flag.startswith("--") else []
+    hint = f" (did you mean {names[close[0]]}?)" if close else ""
+    return f"unrecognized arguments: {word}{hint}"
 
 
 def _cell_parser() -> _Parser:
@@ -152,9 +169,15 @@ class HermesMagics(Magics):
             value = self.shell.user_ns.get(words[1], _MISSING)
             if not isinstance(value, Tensor):
                 raise _usage(f"explain: {words[1]!r} is not a Tensor in this namespace")
-            display(value.explain())
+            display(self._lazy_form(words[1], value).explain())
         else:
             raise _usage(LINE_USAGE)
+
+    def _lazy_form(self, name: str, value: Tensor) -> Tensor:
+        """The expression a ``%%hermes`` cell computed into ``name``, while ``name`` still holds
+        that result: explaining it shows the kernels the cell ran, not an empty plan."""
+        result, lazy = getattr(self, "_computed", {}).get(name, (None, None))
+        return lazy if result is value and lazy is not None else value
 
     # ---- cell magic ---------------------------------------------------------------
     def _cell(self, line: str, cell: str) -> None:
@@ -213,8 +236,12 @@ class HermesMagics(Magics):
             wall = time.perf_counter() - start
 
         done = dict(zip(unique, results))
+        computed = getattr(self, "_computed", {})
         for name, t in assigned.items():
             ns[name] = done[id(t)]
+            computed[name] = (ns[name], t)
+        # only names still bound to what a cell computed keep their expression
+        self._computed = {n: rt for n, rt in computed.items() if ns.get(n, _MISSING) is rt[0]}
         profile = last_profile()
         if profile is previous:  # nothing ran (no tensors assigned)
             profile = None

@@ -8,13 +8,17 @@ import json
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
-from jupyter_server.base.handlers import APIHandler
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from tornado import web
 
-from hermes_nb.server.manager import device_rows, history_summary
+from hermes_nb.server.manager import bokehjs_root, device_rows, history_summary
 
 #: the resource name Jupyter's authorizer is asked about
 AUTH_RESOURCE = "hermes"
+#: the BokehJS files the lab extension loads, by their path under Bokeh's static folder
+BOKEHJS_PATH = r"(js/bokeh(?:-[a-z]+)?\.min\.js)"
+
+
 class _Handler(APIHandler):
     auth_resource = AUTH_RESOURCE
 
@@ -41,5 +45,28 @@ class HistoryHandler(_Handler):
         await self._reply(history_summary)
 
 
+class BokehJSHandler(JupyterHandler, web.StaticFileHandler):
+    """BokehJS from the installed ``bokeh`` package (the version the kernels' views are made
+    with), for the lab extension to put in the page: the views never need a CDN."""
+
+    auth_resource = AUTH_RESOURCE
+
+    @web.authenticated
+    @authorized
+    def get(self, path: str, include_body: bool = True) -> Any:  # type: ignore[override]
+        return web.StaticFileHandler.get(self, path, include_body)
+
+    @web.authenticated
+    @authorized
+    def head(self, path: str) -> Any:  # type: ignore[override]
+        return web.StaticFileHandler.get(self, path, include_body=False)
+
+
 def handlers() -> list[tuple[str, type[APIHandler]]]:
+    """The JSON endpoints, under ``<base_url>/hermes/api/``."""
     return [("devices", DevicesHandler), ("history", HistoryHandler)]
+
+
+def static_handlers() -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:
+    """The files served under ``<base_url>/hermes/bokeh/``."""
+    return [(BOKEHJS_PATH, BokehJSHandler, {"path": str(bokehjs_root())})]

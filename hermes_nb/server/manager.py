@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any
 
 #: kernel signatures listed by ``history``, most recently measured first
@@ -38,3 +39,10 @@ def history_summary(limit: int = HISTORY_LIMIT) -> dict[str, Any]:
                    "d2h_gb_per_s": link.d2h_bytes_per_s / 1e9,
                    "h2d_latency_us": link.h2d_latency_s * 1e6} for link in links],
     }
+
+
+def bokehjs_root() -> Path:
+    """The installed ``bokeh`` package's static folder (``js/bokeh.min.js`` and its kin)."""
+    from bokeh.util.paths import bokehjs_path
+
+    return Path(bokehjs_path())

@@ -2,9 +2,13 @@
 
 The widget keeps the Python and browser sides of the Bokeh document in sync over the
 widget's comm, so a view can be updated after it is shown (the live load monitor streams
-into it). jupyter_bokeh's front end needs BokehJS in the page: the first view a kernel shows
-loads it inline with its output (never from a CDN); :func:`load_bokehjs` loads it again, e.g.
-after the browser page was reloaded.
+into it). jupyter_bokeh's front end needs BokehJS in the page: in a JupyterLab with the Hermes
+extension, the lab extension loads it (from the server's ``bokeh`` package, never a CDN) into
+every page, so views render after a reload and in a new tab; elsewhere the first view a
+kernel shows loads it inline with its output, and :func:`load_bokehjs` loads it again.
+
+Each view's output also carries a static copy of its plot and a one-line summary
+(``widgets/fallback.py``): a saved notebook reopened without its kernel shows the last picture.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from hermes_nb.api.plan import Plan, fusion_plans
 from hermes_nb.api.tensor import Tensor
 from hermes_nb.runtime.monitor import LoadSampler
 from hermes_nb.runtime.profile import Profile
+from hermes_nb.widgets.fallback import page_has_bokehjs, view_bundle
 
 #: the CSS class each kind of view carries (with ``hermes-view``), for styling and tests
 VIEW_CLASSES = {
@@ -30,7 +35,19 @@ VIEW_CLASSES = {
 
 
 class ViewWidget(BokehModel):
-    """A Bokeh layout as a widget; closing it twice is harmless (``BokehModel`` raises)."""
+    """A Bokeh layout as a widget; closing it twice is harmless (``BokehModel`` raises).
+    ``summary`` is its one-line text form, also what a front end without widgets shows."""
+
+    summary = "Hermes view"
+
+    def __repr__(self) -> str:
+        return self.summary
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:  # a closed widget shows nothing
+            return None
+        return view_bundle(bundle, self._model, self.summary, self._dom_classes)
 
     @property
     def bokeh_model(self) -> Model:
@@ -51,7 +68,7 @@ def load_bokehjs(force: bool = False) -> None:
     """Put BokehJS (inline: offline, no CDN) into the notebook page, once per kernel unless
     ``force``; the views' front end calls into it."""
     global _bokehjs_loaded
-    if _bokehjs_loaded and not force:
+    if (_bokehjs_loaded or page_has_bokehjs()) and not force:
         return
     from bokeh.io import output_notebook
     from bokeh.resources import INLINE
@@ -60,13 +77,35 @@ def load_bokehjs(force: bool = False) -> None:
     _bokehjs_loaded = True
 
 
-def as_widget(layout: Model, kind: str) -> ViewWidget:
-    """``layout`` in a widget carrying the classes ``hermes-view`` and ``kind``."""
+def as_widget(layout: Model, kind: str, summary: str | None = None) -> ViewWidget:
+    """``layout`` in a widget carrying the classes ``hermes-view`` and ``kind``, whose text form
+    is ``summary``."""
     load_bokehjs()
     widget = ViewWidget(layout)
     widget.add_class("hermes-view")
     widget.add_class(kind)
+    widget.summary = summary or f"Hermes {kind.removeprefix('hermes-').replace('-', ' ')} view"
     return widget
+
+
+def _devices(names: Any) -> str:
+    return ", ".join(sorted(set(names))) or "no device"
+
+
+def summary(obj: Any, kind: str) -> str:
+    """One line saying what the view of ``obj`` shows, e.g. ``Hermes timeline: 5 kernels on
+    cpu:0, opencl:0``."""
+    what = {"hermes-timeline": "timeline", "hermes-placement": "placement",
+            "hermes-load-monitor": "load monitor", "hermes-fusion": "fusion"}.get(kind, "view")
+    if isinstance(obj, (Profile, Plan)):
+        n, planned = len(obj.kernels), "planned " if isinstance(obj, Plan) else ""
+        return (f"Hermes {what}: {n} {planned}kernel{'s' * (n != 1)} on "
+                f"{_devices(k.device for k in obj.kernels)}")
+    if isinstance(obj, LoadSampler):
+        return f"Hermes {what}: load of {_devices(obj.history)}"
+    if obj is None:
+        return f"Hermes {what}: nothing has run yet"
+    return f"Hermes {what}: {type(obj).__name__}"
 
 
 def show(obj: Any) -> ViewWidget:
@@ -75,7 +114,7 @@ def show(obj: Any) -> ViewWidget:
     from hermes_nb.widgets.views import view
 
     kind = next((css for cls, css in VIEW_CLASSES.items() if isinstance(obj, cls)), "hermes-other")
-    return as_widget(view(obj), kind)
+    return as_widget(view(obj), kind, summary(obj, kind))
 
 
 def placement_view(obj: Plan | Profile | Tensor | None) -> ViewWidget:
@@ -88,7 +127,8 @@ def placement_view(obj: Plan | Profile | Tensor | None) -> ViewWidget:
         shown = placement(obj.explain()) if not obj.is_materialized else view(obj)
     else:
         shown = placement(obj)
-    return as_widget(shown, "hermes-placement")
+    what = obj.explain() if isinstance(obj, Tensor) and not obj.is_materialized else obj
+    return as_widget(shown, "hermes-placement", summary(what, "hermes-placement"))
 
 
 def fusion_view(*objs: Tensor | Pipeline, shape: tuple[int, ...] | None = None) -> ViewWidget:
@@ -112,4 +152,11 @@ def fusion_view(*objs: Tensor | Pipeline, shape: tuple[int, ...] | None = None) 
     if all(t.is_materialized for t in tensors):
         return as_widget(message("fusion_view: these tensors are already computed, nothing is "
                                  "left to fuse: pass the lazy expression"), "hermes-fusion")
-    return as_widget(fusion_diagram(*fusion_plans(*tensors)), "hermes-fusion")
+    plans = fusion_plans(*tensors)
+    return as_widget(fusion_diagram(*plans), "hermes-fusion", _fusion_summary(plans))
+
+
+def _fusion_summary(plans: tuple[Plan, Plan]) -> str:
+    unfused, fused = plans
+    return (f"Hermes fusion: {len(unfused.kernels)} op kernel(s) fused into {len(fused.kernels)} "
+            f"on {_devices(k.device for k in fused.kernels)}")

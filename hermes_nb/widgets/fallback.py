@@ -1,0 +1,86 @@
+"""What a view leaves in the saved notebook besides its live widget.
+
+A view's output carries, next to jupyter_bokeh's widget:
+
+- ``application/vnd.hermes.view.v1+json``: the plot as a Bokeh document (plain JSON) with the
+  widget's model id; the Hermes lab extension shows the live widget while its model exists
+  and draws this document with the page's BokehJS otherwise (a reopened notebook, a new kernel);
+- ``text/html``: a standalone fragment that embeds the same document and loads BokehJS from
+  the Jupyter server's ``hermes/bokeh`` folder (never a CDN), for other front ends and exports;
+- ``text/plain``: a one-line summary of what the view shows.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import secrets
+from collections.abc import Iterable
+from typing import Any
+
+from bokeh.embed.util import standalone_docs_json_and_render_items
+from bokeh.model import Model
+
+HERMES_VIEW_MIME = "application/vnd.hermes.view.v1+json"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+#: what the server extension sets for the kernels it starts (``hermes_nb.server.BOKEHJS_ENV``)
+BOKEHJS_ENV = "HERMES_NB_BOKEHJS_URL"
+#: BokehJS's files, in load order, under that folder
+BOKEHJS_FILES = ("js/bokeh.min.js", "js/bokeh-gl.min.js", "js/bokeh-widgets.min.js",
+                 "js/bokeh-tables.min.js")
+
+
+def bokehjs_url() -> str:
+    """The URL path of the folder BokehJS is served from (the server's ``hermes/bokeh/``)."""
+    return os.environ.get(BOKEHJS_ENV) or "/hermes/bokeh/"
+
+
+def page_has_bokehjs() -> bool:
+    """Whether this kernel was started by a Jupyter server with the Hermes extension, whose lab
+    extension puts BokehJS in every page."""
+    return bool(os.environ.get(BOKEHJS_ENV))
+
+
+def document_json(model: Model) -> dict[str, Any]:
+    """``model``'s document as plain JSON with the id of its root: what BokehJS's
+    ``embed.embed_item`` takes."""
+    from bokeh.core.json_encoder import serialize_json
+
+    docs_json, (item,) = standalone_docs_json_and_render_items([model], suppress_callback_warning=True)
+    (doc,) = docs_json.values()
+    return {"doc": json.loads(serialize_json(doc)), "root_id": item.to_json()["root_ids"][0]}
+
+
+def static_html(embed: dict[str, Any], summary: str, classes: Iterable[str]) -> str:
+    """A standalone HTML fragment drawing the document ``embed`` (from :func:`document_json`);
+    the JSON sits in a data block, so only BokehJS's own embedding code runs."""
+    ident = f"hermes-static-{secrets.token_hex(6)}"  # Bokeh's ids repeat across kernels
+    data = json.dumps(embed).replace("</", "<\\/")  # no "</script>" inside the block
+    scripts = "".join(f'<script src="{html.escape(bokehjs_url() + f)}"></script>' for f in BOKEHJS_FILES)
+    loader = (
+        "(function(){var el=document.getElementById(ID),tries=0;"
+        "var item=JSON.parse(document.getElementById(ID_JSON).textContent);"
+        "function go(){if(window.Bokeh&&window.Bokeh.embed){window.Bokeh.embed.embed_item(item,el);}"
+        "else if(tries++<100){setTimeout(go,100);}}go();})();"
+    ).replace("ID_JSON", json.dumps(ident + "-json")).replace("(ID)", f"({json.dumps(ident)})")
+    cls = html.escape(" ".join(["hermes-static-view", *classes]))
+    return (f'<div class="{cls}"><div class="hermes-static-summary">{html.escape(summary)}</div>'
+            f'{scripts}<div id="{ident}"></div>'
+            f'<script type="application/json" id="{ident}-json">{data}</script>'
+            f"<script>{loader}</script></div>")
+
+
+def view_bundle(widget_bundle: dict[str, Any], model: Model, summary: str,
+                classes: Iterable[str]) -> dict[str, Any]:
+    """``widget_bundle`` (ipywidgets' mime bundle of the widget showing ``model``) with the
+    static fallbacks and the summary added."""
+    classes = list(classes)
+    embed = document_json(model)
+    model_id = widget_bundle.get(WIDGET_MIME, {}).get("model_id", "")
+    return {
+        **widget_bundle,
+        HERMES_VIEW_MIME: {**embed, "model_id": model_id, "classes": classes, "summary": summary},
+        "text/html": static_html(embed, summary, classes),
+        "text/plain": summary,
+    }
