@@ -121,7 +121,15 @@ from hermes_nb.api.namespace_info import __array_namespace_info__, e, inf, nan, 
 from hermes_nb.api.plan import Plan
 from hermes_nb.api.reductions import argmax, argmin, max, mean, min, prod, std, sum, var
 from hermes_nb.api.tensor import Tensor, compute, persist
-from hermes_nb.api.utility import all, any, count_nonzero, cumulative_sum, diff
+from hermes_nb.api.utility import (
+    all,
+    any,
+    count_nonzero,
+    cumulative_prod,
+    cumulative_sum,
+    diff,
+    searchsorted,
+)
 from hermes_nb.backends import Device, get_device
 from hermes_nb.context import current_options, current_policy, device, options, policy
 from hermes_nb.errors import DeviceError
@@ -204,6 +212,7 @@ __all__ = [
     "cos",
     "cosh",
     "count_nonzero",
+    "cumulative_prod",
     "cumulative_sum",
     "current_options",
     "current_policy",
@@ -273,8 +282,8 @@ __all__ = [
     "ones_like",
     "options",
     "permute_dims",
-    "pi",
     "persist",
+    "pi",
     "policy",
     "pow",
     "prod",
@@ -287,6 +296,7 @@ __all__ = [
     "result_type",
     "roll",
     "round",
+    "searchsorted",
     "sigmoid",
     "sign",
     "sin",

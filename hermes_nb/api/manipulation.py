@@ -13,8 +13,14 @@ from hermes_nb.api.tensor import Tensor
 from hermes_nb.ir import dtypes, infer
 
 
-def reshape(x: Any, shape: Sequence[int] | int) -> Tensor:
-    """The same elements, in C order, in a new shape (one entry may be -1)."""
+def reshape(x: Any, shape: Sequence[int] | int, *, copy: bool | None = None) -> Tensor:
+    """The same elements, in C order, in a new shape (one entry may be -1).
+
+    ``copy`` is the standard's: tensors are immutable, so no copy is ever observable and
+    every value (True, False, None) gives the same lazy tensor.
+    """
+    if copy is not None and not isinstance(copy, (bool, np.bool_)):
+        raise TypeError(f"reshape: copy must be True, False or None, got {copy!r}")
     t = _as_tensor(x, "reshape")
     new = infer.reshape_shape(t.shape, _shape_arg(shape))
     if new == t.shape:

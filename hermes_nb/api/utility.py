@@ -1,6 +1,7 @@
-"""The array API's ``all``, ``any``, ``count_nonzero``, ``diff`` and ``cumulative_sum``,
-built from the reductions, slicing, ``concat`` and elementwise ops (no kernels of their
-own): ``all``/``any``/``count_nonzero`` are one fused reduction each."""
+"""The array API's ``all``, ``any``, ``count_nonzero``, ``diff``, ``cumulative_sum``,
+``cumulative_prod`` and ``searchsorted``, built from the reductions, slicing, ``concat``
+and elementwise ops (no kernels of their own): ``all``, ``any``, ``count_nonzero`` and
+``searchsorted`` are one fused reduction each."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.api.creation import full
-from hermes_nb.api.elementwise import _as_tensor, astype, equal, greater
+from hermes_nb.api.elementwise import _as_tensor, astype, equal, greater, isnan
 from hermes_nb.api.manipulation import broadcast_to, concat, getitem, reshape
 from hermes_nb.api.reductions import sum as _sum
 from hermes_nb.api.tensor import Tensor
@@ -115,23 +116,67 @@ def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: object = None,
     >>> hm.cumulative_sum(hm.asarray([1, 2, 3, 4])).numpy().tolist()
     [1, 3, 6, 10]
     """
-    t = _as_tensor(x, "cumulative_sum")
+    return _scan("cumulative_sum", x, axis, dtype, include_initial, 0)
+
+
+def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: object = None,
+                    include_initial: bool = False) -> Tensor:
+    """Running products along ``axis``, as :func:`cumulative_sum` (the initial value is 1).
+
+    >>> import hermes_nb as hm
+    >>> hm.cumulative_prod(hm.asarray([1, 2, 3, 4]), include_initial=True).numpy().tolist()
+    [1, 1, 2, 6, 24]
+    """
+    return _scan("cumulative_prod", x, axis, dtype, include_initial, 1)
+
+
+def _scan(op: str, x: Any, axis: int | None, dtype: object, include_initial: bool,
+          identity: int) -> Tensor:
+    t = _as_tensor(x, op)
     if axis is None:
         if t.ndim != 1:
-            raise ValueError(f"cumulative_sum: axis must be given for a tensor of shape "
+            raise ValueError(f"{op}: axis must be given for a tensor of shape "
                              f"{infer.fmt(t.shape)}; it may be None only for a 1-D tensor")
         axis = 0
     if t.ndim == 0:
-        raise ValueError("cumulative_sum: x must have at least 1 dimension, got a 0-d tensor")
-    ax = infer.normalize_axis("cumulative_sum", axis, t.ndim)
-    work = dtypes.as_dtype(dtype, op="cumulative_sum") if dtype is not None else (
+        raise ValueError(f"{op}: x must have at least 1 dimension, got a 0-d tensor")
+    if not isinstance(include_initial, (bool, np.bool_)):
+        raise TypeError(f"{op}: include_initial must be True or False, got {include_initial!r}")
+    ax = infer.normalize_axis(op, axis, t.ndim)
+    work = dtypes.as_dtype(dtype, op=op) if dtype is not None else (
         dtypes.int64 if not dtypes.is_float(t.dtype) else t.dtype)
     out = astype(t, work)
     size, shift = t.shape[ax], 1
     while shift < size:
-        pad = full((*t.shape[:ax], shift, *t.shape[ax + 1:]), 0, work)
-        out = out + concat([pad, getitem(out, _along(ax, slice(None, size - shift)))], axis=ax)
+        pad = full((*t.shape[:ax], shift, *t.shape[ax + 1:]), identity, work)
+        shifted = concat([pad, getitem(out, _along(ax, slice(None, size - shift)))], axis=ax)
+        out = out + shifted if identity == 0 else out * shifted
         shift *= 2
     if include_initial:
-        out = concat([full((*t.shape[:ax], 1, *t.shape[ax + 1:]), 0, work), out], axis=ax)
+        first = full((*t.shape[:ax], 1, *t.shape[ax + 1:]), identity, work)
+        out = concat([first, out], axis=ax)
     return out
+
+
+def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None) -> Tensor:
+    """Where each value of ``x2`` would go in the sorted 1-D ``x1`` to keep it sorted: the
+    count of ``x1``'s elements below it (``side="left"``) or not above it (``"right"``);
+    int64. One fused comparison-and-count over ``x1.size * x2.size`` pairs, so it suits a
+    short ``x1``. ``sorter`` is not supported (``None`` only). NaN sorts last, as in NumPy.
+
+    >>> import hermes_nb as hm
+    >>> hm.searchsorted(hm.asarray([1, 3, 5]), hm.asarray([0, 3, 6])).numpy().tolist()
+    [0, 1, 3]
+    """
+    a, v = _as_tensor(x1, "searchsorted"), _as_tensor(x2, "searchsorted")
+    if a.ndim != 1:
+        raise ValueError(f"searchsorted: x1 must be 1-D, got shape {infer.fmt(a.shape)}")
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    if sorter is not None:
+        raise ValueError("searchsorted: sorter is not supported; pass x1 sorted (sorter=None)")
+    column = reshape(v, (*v.shape, 1))
+    # NaN sorts after every number: it is below no value, and not above a NaN value
+    if side == "left":
+        return _sum((a < column) | (isnan(column) & ~isnan(a)), axis=-1)
+    return _sum((a <= column) | isnan(column), axis=-1)

@@ -166,6 +166,38 @@ def test_cumulative_sum(device, run_on, assert_close, sample, shape, axis, dtype
     assert_close(got, expected, loose=True)
 
 
+@pytest.mark.parametrize(("shape", "axis"), [((6,), None), ((3, 4), 1), ((4, 3), 0), ((0,), 0)],
+                         ids=str)
+@pytest.mark.parametrize("dtype", ["int32", "float64", "bool"])
+@pytest.mark.parametrize("include_initial", [False, True])
+def test_cumulative_prod(device, run_on, assert_close, sample, shape, axis, dtype,
+                         include_initial):
+    x = sample(shape, dtype, low=-2, high=2)
+    got = run_on(device, lambda t: hm.cumulative_prod(t, axis=axis,
+                                                      include_initial=include_initial), x)
+    expected = np.cumulative_prod(x, axis=axis, include_initial=include_initial,
+                                  dtype=hm.prod(hm.asarray(x)).dtype)
+    assert_close(got, expected, loose=True)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize(("x1", "x2"), [
+    ([1, 2, 2, 5], [[0, 2], [5, 9]]), ([0.5, 1.5, np.nan], [np.nan, 1.5, -np.inf, 2.0]),
+    ([], [1, 2]), ([3], 3),
+], ids=str)
+def test_searchsorted(device, run_on, assert_close, side, x1, x2):
+    a = np.asarray(x1, dtype="float64" if any(isinstance(v, float) for v in x1) else "int64")
+    v = np.asarray(x2, dtype=a.dtype)
+    assert_close(run_on(device, lambda s, t: hm.searchsorted(s, t, side=side), a, v),
+                 np.searchsorted(a, v, side=side))
+
+
+def test_reshape_copy_argument(device, run_on, assert_close, sample):
+    x = sample((2, 6), "int32")
+    for copy in (None, True, False):
+        assert_close(run_on(device, lambda t, c=copy: hm.reshape(t, (3, 4), copy=c), x), x.reshape(3, 4))
+
+
 # ---- bad input: clear errors when the graph is built ---------------------------------------
 _M = hm.zeros((2, 3))
 
@@ -221,6 +253,15 @@ _M = hm.zeros((2, 3))
      "cumulative_sum: axis must be given for a tensor of shape (2, 3)"),
     (lambda: hm.cumulative_sum(_M, axis=1, dtype="complex64"), TypeError,
      "cumulative_sum: unsupported dtype complex64"),
+    (lambda: hm.cumulative_prod(_M, axis=0, include_initial=1), TypeError,
+     "cumulative_prod: include_initial must be True or False, got 1"),
+    (lambda: hm.searchsorted(_M, 1.0), ValueError, "searchsorted: x1 must be 1-D, got shape (2, 3)"),
+    (lambda: hm.searchsorted(hm.ones(3), 1.0, side="middle"), ValueError,
+     "searchsorted: side must be 'left' or 'right', got 'middle'"),
+    (lambda: hm.searchsorted(hm.ones(3), 1.0, sorter=hm.arange(3)), ValueError,
+     "searchsorted: sorter is not supported"),
+    (lambda: hm.reshape(_M, (3, 2), copy="no"), TypeError,
+     "reshape: copy must be True, False or None, got 'no'"),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_bad_input_is_refused_at_build(call, error, message):
     with pytest.raises(error) as info:

@@ -103,6 +103,18 @@ def test_cumulative_sum_and_diff(device, run_on, x, data):
           x)
     n = data.draw(st.integers(0, 3))
     check(device, run_on, lambda xp, t: xp.diff(t, axis=axis, n=n), x)
+    small = np.clip(x, -3, 3)  # products of up to 4 factors stay exact
+    check(device, run_on, lambda xp, t: xp.cumulative_prod(t, axis=axis, include_initial=initial),
+          small)
+
+
+@SETTINGS
+@given(x=arrays(min_dims=1, max_dims=1, dtypes=NUMERIC), v=arrays(dtypes=NUMERIC),
+       side=st.sampled_from(["left", "right"]))
+def test_searchsorted(device, run_on, x, v, side):
+    x = np.sort(x)
+    v = v.astype(x.dtype)
+    check(device, run_on, lambda xp, a, b: xp.searchsorted(a, b, side=side), x, v)
 
 
 @SETTINGS

@@ -22,7 +22,7 @@ NEW_FUNCTIONS = [
     "tril", "triu", "can_cast", "finfo", "iinfo", "isdtype", "result_type", "expand_dims",
     "squeeze", "flip", "roll", "moveaxis", "broadcast_arrays", "tile", "repeat", "unstack",
     "matrix_transpose", "vecdot", "tensordot", "all", "any", "count_nonzero", "cumulative_sum",
-    "diff",
+    "diff", "cumulative_prod", "searchsorted",
 ]
 
 
