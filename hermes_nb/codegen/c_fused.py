@@ -20,11 +20,19 @@ CUDA: ``cuda_reduce_parts`` gives the pieces of a ``cupy.ReductionKernel`` (the
 prologue as ``map_expr``), ``cuda_reduce_source`` a standalone kernel using the same
 expressions (what ``explain()`` shows, and what tests compile with nvcc);
 ``cuda_matmul_epilogue_source`` the ElementwiseKernel-equivalent epilogue after cuBLAS.
+
+Scalar constants: the OpenCL kernels take the prologue's and epilogue's scalar parameters
+as their last arguments (``pc<j>``, ``ec<j>``), rendered from the programs' templates, so a
+changed scalar runs the built program. CUDA's ``ReductionKernel`` pieces still hold them
+as literals (CuPy keys its compiled reductions by that source: a changed scalar compiles
+anew); the ElementwiseKernel epilogues of matmuls and of reductions whose epilogue reads
+more than the reduced value take them as arguments.
 """
 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from hermes_nb.codegen.c_combine import c_combine
 from hermes_nb.codegen.c_source import CUDA, OPENCL, CStyleRenderer
@@ -42,13 +50,27 @@ __all__ = [
 ]
 
 
-def _functions(r: CStyleRenderer, programs: list[tuple[Program, str]]) -> str:
+def _functions(r: CStyleRenderer, programs: list[tuple[Program, str]],
+               params: bool = False) -> str:
     helpers: dict[str, None] = {}
     bodies = []
     for program, name in programs:
         helpers.update(dict.fromkeys(r.helpers(program)))
-        bodies.append(r.function(program, name))
+        bodies.append(r.function(program, name, params=params))
     return "\n\n".join([*helpers, *bodies])
+
+
+def _scalar_names(program: Program | None, prefix: str) -> list[str]:
+    """The kernel's names of ``program``'s scalar parameters: ``<prefix><j>``."""
+    return [f"{prefix}{j}" for j in program.params] if program is not None else []
+
+
+def _scalar_decls(r: CStyleRenderer, program: Program | None, prefix: str) -> str:
+    """``, const <type> <prefix><j>`` per scalar parameter: the kernel's last arguments."""
+    if program is None:
+        return ""
+    return "".join(f", const {r.ctype(program.consts[j][1])} {prefix}{j}"
+                   for j in program.params)
 
 
 # fred_vec's fold of the vector ``v`` into ``va`` (floats only); ``{vec}``: va's type
@@ -120,9 +142,10 @@ inline W combine(W a, W b) {{ return {_combine(self.r, self.op, self.acc)}; }}
         programs = [(self.prologue, "hpro")]
         if self.epilogue is not None:
             programs.append((self.epilogue, "hepi"))
-        functions = _functions(self.r, programs)
+        functions = _functions(self.r, programs, params=True)
         if self.width:
-            functions += "\n\n" + self.r.vector_function(self.prologue, self.width, "hpro_vec")
+            functions += "\n\n" + self.r.vector_function(self.prologue, self.width, "hpro_vec",
+                                                          params=True)
         return functions
 
     # ---- signature and indexing --------------------------------------------------------------
@@ -136,7 +159,8 @@ inline W combine(W a, W b) {{ return {_combine(self.r, self.op, self.acc)}; }}
                             for m, d in enumerate(self.epilogue.input_dtypes[1:]))
         return (f"__global {r.ctype(self.out_t)}* restrict out, {args}"
                 "__global const long* restrict meta, "
-                "const long M, const long K, const long parts, const long chunk, const int contig")
+                "const long M, const long K, const long parts, const long chunk, const int contig"
+                f"{_scalar_decls(r, self.prologue, 'pc')}{_scalar_decls(r, self.epilogue, 'ec')}")
 
     def head(self) -> str:
         """Work-item ``g``'s output row and part, and its inputs' offsets ``b<m>`` there."""
@@ -162,7 +186,8 @@ inline W combine(W a, W b) {{ return {_combine(self.r, self.op, self.acc)}; }}
     (void)rstr; (void)rshape;"""
 
     def call(self, offsets: list[str]) -> str:
-        return f"hpro({', '.join(f'in{m}[{o}]' for m, o in enumerate(offsets))})"
+        args = [f"in{m}[{o}]" for m, o in enumerate(offsets)] + _scalar_names(self.prologue, "pc")
+        return f"hpro({', '.join(args)})"
 
     # ---- the scalar kernel fred --------------------------------------------------------------
 
@@ -216,7 +241,7 @@ __kernel void fred({self.params()})
         if self.epilogue is None:
             return "acc"
         reads = [f"e{m}[{'0' if c == 's' else 'row'}]" for m, c in enumerate(self.eclasses)]
-        return "hepi(" + ", ".join(["acc", *reads]) + ")"
+        return "hepi(" + ", ".join(["acc", *reads, *_scalar_names(self.epilogue, "ec")]) + ")"
 
     # ---- the vector kernel fred_vec ----------------------------------------------------------
 
@@ -229,10 +254,11 @@ __kernel void fred({self.params()})
     def vector_loads(self, at: str) -> str:
         """The prologue's vector arguments at element ``at`` (class ``o``: one broadcast)."""
         width = self.width
-        return ", ".join(
+        return ", ".join([
             f"vload{width}(0, in{m} + b{m} + {at})" if c == "i"
             else f"(({self.r.ctype(d)}{width})(in{m}[b{m}]))"
-            for m, (c, d) in enumerate(zip(self.vec_classes, self.prologue.input_dtypes)))
+            for m, (c, d) in enumerate(zip(self.vec_classes, self.prologue.input_dtypes))]
+            + _scalar_names(self.prologue, "pc"))
 
     def vector_kernel(self) -> str:
         width, classes = self.width, self.vec_classes
@@ -267,21 +293,39 @@ __kernel void fred_vec({self.params()})
 }}"""
 
 
-@functools.lru_cache(maxsize=256)
 def opencl_reduce_source(prologue: Program, epilogue: Program | None, op: str, acc: str,
                          rank1: bool, eclasses: str, vec_classes: str, width: int,
                          fp64: bool) -> str:
     """The OpenCL program of one fused-reduction pass: ``fred`` always, ``fred_vec`` when
     ``width`` > 0 (then ``vec_classes`` has ``i``/``o`` per prologue input). ``eclasses``
-    has ``s``/``f`` per epilogue input after the reduced value (empty without one)."""
+    has ``s``/``f`` per epilogue input after the reduced value (empty without one). The
+    kernels' last arguments are the prologue's scalar parameters, then the epilogue's
+    (:func:`opencl_reduce_arguments`)."""
+    return _opencl_reduce_source(prologue.template, epilogue.template if epilogue else None,
+                                 op, acc, rank1, eclasses, vec_classes, width, fp64)
+
+
+def opencl_reduce_arguments(prologue: Program, epilogue: Program | None) -> tuple[Any, ...]:
+    """The scalar arguments of a reduction pass's kernels (bools as 0/1 bytes)."""
+    from hermes_nb.codegen.c_kernels import opencl_arguments
+
+    return opencl_arguments(prologue) + (opencl_arguments(epilogue) if epilogue else ())
+
+
+@functools.lru_cache(maxsize=256)
+def _opencl_reduce_source(prologue: Program, epilogue: Program | None, op: str, acc: str,
+                          rank1: bool, eclasses: str, vec_classes: str, width: int,
+                          fp64: bool) -> str:
     return _OpenCLReduceWriter(prologue, epilogue, op, acc, rank1, eclasses, vec_classes,
                                width, fp64).source()
 
 
 def opencl_matmul_hooks(epilogue: Program, matmul_dtype: str) -> dict[str, str]:
     """The ``matmul.cl`` fillings applying ``epilogue`` at the store: its inputs ``e<m>``
-    are read at ``eoff[m * nb + b] + row * estr[2m] + col * estr[2m + 1]``."""
+    are read at ``eoff[m * nb + b] + row * estr[2m] + col * estr[2m + 1]``; its scalar
+    parameters are the kernel's last arguments (``c_kernels.opencl_arguments``)."""
     r = OPENCL
+    epilogue = epilogue.template  # no scalar's value in the source
     extra = epilogue.input_dtypes[1:]
     args = "".join(f", __global const {r.ctype(d)}* restrict e{m}" for m, d in enumerate(extra))
     if extra:
@@ -290,10 +334,11 @@ def opencl_matmul_hooks(epilogue: Program, matmul_dtype: str) -> dict[str, str]:
     reads = [f"e{m}[eoff[{m} * nb + b] + row * estr[{2 * m}] + col * estr[{2 * m + 1}]]"
              for m in range(len(extra))]
     return {
-        "functions": "#pragma OPENCL FP_CONTRACT OFF\n\n" + _functions(r, [(epilogue, "hepi")]),
+        "functions": "#pragma OPENCL FP_CONTRACT OFF\n\n" + _functions(r, [(epilogue, "hepi")],
+                                                                      params=True),
         "out_t": r.ctype(epilogue.dtype_of(epilogue.outputs[0])),
-        "epi_args": args,
-        "store": f"hepi({', '.join(['acc', *reads])})",
+        "epi_args": args + _scalar_decls(r, epilogue, "ec"),
+        "store": f"hepi({', '.join(['acc', *reads, *_scalar_names(epilogue, 'ec')])})",
     }
 
 

@@ -102,6 +102,33 @@ def test_changed_stencil_threshold_builds_nothing(device, caplog):
     assert not results[1][1], f"{device.id} built {results[1][1]} for new stencil scalars"
 
 
+@pytest.mark.parametrize("kind", ["fused_reduce", "fused_matmul"])
+def test_changed_prologue_and_epilogue_scalars_build_nothing(device, kind, caplog):
+    if kind not in device.fused_ops:
+        pytest.skip(f"{device.id} runs no {kind} kernels")
+    x = RNG.random((384, 384), dtype=np.float32)
+
+    def build(t, c):
+        if kind == "fused_reduce":
+            return (t * c + 1.0).sum(axis=1) * (c + 2.0)
+        return hm.relu(t @ t - c) * 0.5
+
+    def expected(c):
+        c32 = np.float32(c)
+        if kind == "fused_reduce":
+            return (x * c32 + np.float32(1)).sum(axis=1) * (c32 + np.float32(2))
+        return np.maximum(x @ x - c32, 0) * np.float32(0.5)
+
+    _, got = _run(device, lambda t: build(t, 0.75), x)
+    np.testing.assert_allclose(got, expected(0.75), rtol=2e-5)
+    with _builds(device, caplog) as built:
+        _, got = _run(device, lambda t: build(t, -3.0), x)
+    np.testing.assert_allclose(got, expected(-3.0), rtol=2e-5)
+    # CuPy's ReductionKernel holds its prologue's scalars as literals
+    if not (device.kind == "cuda" and kind == "fused_reduce"):
+        assert not built, f"{device.id} built {built} for new scalars"
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
 def test_results_keep_numpy_dtype_semantics(device, dtype):
     if dtype == "float64" and not device.fp64:

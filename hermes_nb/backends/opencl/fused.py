@@ -19,7 +19,7 @@ import numpy as np
 from hermes_nb.backends.base import PASS_SEPARATOR
 from hermes_nb.backends.opencl.buffers import c_strides
 from hermes_nb.backends.opencl.capabilities import KernelDevice
-from hermes_nb.codegen import c_fused, c_source
+from hermes_nb.codegen import c_fused, c_kernels, c_source
 from hermes_nb.codegen import opencl_templates as src
 from hermes_nb.codegen.layout import broadcast_strides, layout
 from hermes_nb.ir.node import OpSpec
@@ -147,7 +147,8 @@ def _reduce_pass(dev: KernelDevice, prologue: Program, epilogue: Program | None,
                  *ostr.reshape(-1).tolist(), *rstr.reshape(-1).tolist()]
     args = [out.data, *(x.data for x in pro_in), *(x.data for x in (epi_in if epi else [])),
             dev.meta([int(v) for v in flat_meta]).data, np.int64(m), np.int64(k),
-            np.int64(parts), np.int64(chunk), np.int32(dev.capabilities.is_cpu)]
+            np.int64(parts), np.int64(chunk), np.int32(dev.capabilities.is_cpu),
+            *c_fused.opencl_reduce_arguments(prologue, epi)]  # scalars: not in the source
     knl = dev.programs.kernel(step.source, step.name)
     wg = dev.group_size(knl)
     if dev.capabilities.is_cpu:  # one work-item walks a whole chunk: small groups spread over the cores
@@ -206,5 +207,6 @@ def fused_matmul(dev: KernelDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         dev.queue, (_round_up(n, 16), _round_up(m, 16), nb), (16, 16, 1),
         out.data, inputs[0].data, inputs[1].data, aoff.data, boff.data,
         np.int64(m), np.int64(n), np.int64(k), *extra,
+        *c_kernels.opencl_arguments(spec.attrs["epilogue"]),  # scalars: not in the source
     )  # fmt: skip
     return out
