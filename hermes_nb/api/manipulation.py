@@ -260,6 +260,8 @@ def roll(x: Any, /, shift: int | Sequence[int], *,
             raise ValueError(f"roll: shift {shift!r} must be one int when axis is None")
         return reshape(roll(reshape(t, (-1,)), shifts[0], axis=0), t.shape)
     axes = _int_tuple("roll", "axis", axis)
+    if len(shifts) == 1 and not isinstance(shift, (list, tuple)):
+        shifts = shifts * len(axes)  # one int shift moves every axis named (NumPy, the standard)
     if len(shifts) != len(axes):
         raise ValueError(f"roll: shift {shift!r} and axis {axis!r} must have the same length")
     out = t

@@ -80,6 +80,8 @@ def diff(x: Any, /, *, axis: int = -1, n: int = 1, prepend: Any = None,
     ax = infer.normalize_axis("diff", axis, t.ndim)
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
         raise ValueError(f"diff: n must be a non-negative int, got {n!r}")
+    if n == 0:  # NumPy returns x itself, without prepend or append
+        return t
     parts = [_edge("prepend", prepend, t, ax), t, _edge("append", append, t, ax)]
     joined = [p for p in parts if p is not None]
     out = concat(joined, axis=ax) if len(joined) > 1 else t

@@ -34,7 +34,7 @@ def test_flip(device, run_on, assert_close, sample, axis, dtype):
 
 
 @pytest.mark.parametrize(("shift", "axis"), [(2, None), (-7, None), (1, 0), (5, -1),
-                                             ((1, -2), (0, 2)), (4, 1), ((1, 1), (1, 1))],
+                                             ((1, -2), (0, 2)), (4, 1), ((1, 1), (1, 1)), (3, (0, 2))],
                          ids=str)
 def test_roll(device, run_on, assert_close, sample, shift, axis):
     x = sample((3, 4, 5), "float64")
