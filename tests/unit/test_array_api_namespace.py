@@ -94,6 +94,13 @@ def test_device_and_to_device():
         t.to_device("cpu:7")
 
 
+def test_array_api_compat_finds_hm():
+    compat = pytest.importorskip("array_api_compat")
+    t = hm.ones((2, 3))
+    assert compat.array_namespace(t) is hm
+    assert compat.is_array_api_obj(t) and compat.size(t) == 6
+
+
 # ---- dtype functions -----------------------------------------------------------------------
 def test_isdtype():
     assert hm.isdtype(hm.bool, "bool") and not hm.isdtype(hm.bool, "numeric")
