@@ -365,11 +365,24 @@ def repeat(x: Any, repeats: int | Sequence[int] | Tensor, /, *, axis: int | None
         spread = broadcast_to(expanded, (*t.shape[:ax + 1], counts, *t.shape[ax + 1:]))
         return reshape(spread, (*t.shape[:ax], t.shape[ax] * counts, *t.shape[ax + 1:]))
     before = (slice(None),) * ax
-    pieces = [repeat(getitem(t, (*before, slice(i, i + 1))), n, axis=ax)
-              for i, n in enumerate(counts) if n]
+    # one slice per run of equal counts, each repeated as a whole: (1, 1, 2) is two pieces
+    runs = [(start, start + len(members), n) for start, n, members in _runs(counts)]
+    pieces = [repeat(getitem(t, (*before, slice(lo, hi))), n, axis=ax)
+              for lo, hi, n in runs if n]
     if not pieces:
         return getitem(t, (*before, slice(0, 0)))
     return concat(pieces, axis=ax)
+
+
+def _runs(counts: tuple[int, ...]) -> list[tuple[int, int, list[int]]]:
+    """``(start, count, members)`` for each run of equal neighbouring counts."""
+    out: list[tuple[int, int, list[int]]] = []
+    for i, n in enumerate(counts):
+        if out and out[-1][1] == n:
+            out[-1][2].append(i)
+        else:
+            out.append((i, n, [i]))
+    return out
 
 
 def _repeat_counts(repeats: Any, size: int) -> int | tuple[int, ...]:

@@ -80,6 +80,7 @@ def _transposed(self: Tensor) -> Tensor:
 
 
 def _matrix_transposed(self: Tensor) -> Tensor:
+    """The last two axes swapped (``hm.matrix_transpose``); ``ValueError`` below 2-D."""
     return manipulation.matrix_transpose(self)
 
 
