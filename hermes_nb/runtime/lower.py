@@ -18,7 +18,7 @@ from hermes_nb.compiler.progress import recording
 from hermes_nb.errors import DeviceError, DeviceMemoryError
 from hermes_nb.ir.node import Node, OpSpec, is_borrowed, toposort
 from hermes_nb.ir.random import draw
-from hermes_nb.runtime import profile
+from hermes_nb.runtime import explore, profile
 from hermes_nb.runtime.cluster_devices import bind
 from hermes_nb.runtime.cluster_reports import report
 from hermes_nb.runtime.coexec import lower_split
@@ -154,6 +154,8 @@ def _record(run_id: int, spec: OpSpec, decision: Decision | None, device: str, s
         return
     if decision is not None:
         default_scheduler().record(decision, run.seconds, device=device)
+        if decision.calibrating:  # the other devices time a new kernel in the background
+            explore.after_first_run(spec, decision)
     profile.record(run_id, run)
 
 

@@ -251,6 +251,12 @@ def end(run_id: int) -> Profile:
     return profile
 
 
+def running() -> bool:
+    """Whether a graph is running in this process (a profile is open)."""
+    with _ids_lock:
+        return bool(_profiles)
+
+
 def last_profile() -> Profile | None:
     """The profile of the most recent execution in this process."""
     return _last[0] if _last else None

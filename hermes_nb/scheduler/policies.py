@@ -376,6 +376,23 @@ class Scheduler:
             else:
                 self._exploring.pop(key, None)
 
+    def reserve_runs(self, kernel: KernelInfo, device: str, runs: int) -> None:
+        """Count ``runs`` of the pair as in flight (timed elsewhere, e.g. in the background),
+        so calibration does not also explore it in the foreground; undo with
+        :meth:`release_runs`."""
+        with self._lock:
+            key = (kernel.signature, device)
+            self._exploring[key] = self._exploring.get(key, 0) + runs
+
+    def release_runs(self, kernel: KernelInfo, device: str, runs: int) -> None:
+        with self._lock:
+            key = (kernel.signature, device)
+            left = self._exploring.get(key, 0) - runs
+            if left > 0:
+                self._exploring[key] = left
+            else:
+                self._exploring.pop(key, None)
+
     def in_flight(self) -> int:
         """Calibration runs handed out and not yet recorded or released."""
         with self._lock:

@@ -13,7 +13,7 @@ import pytest
 
 import hermes_nb as hm
 from hermes_nb.compiler import optimize
-from hermes_nb.runtime import last_profile
+from hermes_nb.runtime import explore, last_profile
 from hermes_nb.runtime.trace import chrome_trace
 from hermes_nb.scheduler import Scheduler, kernel_info_of, policies
 
@@ -43,10 +43,12 @@ def _apply(chain: list[str], x, numpy: bool = False):
 
 @pytest.fixture
 def fresh_scheduler(monkeypatch):
-    """An empty, in-memory scheduler that, like the runtime's, runs new kernels on one device."""
+    """An empty, in-memory scheduler that, like the runtime's, runs new kernels on one device
+    (and times them on the other devices in the background)."""
     scheduler = Scheduler(None, explore_new_kernels=False)
     monkeypatch.setattr(policies, "_default", scheduler)
-    return scheduler
+    yield scheduler
+    assert explore.wait(120), "background calibration still running"
 
 
 def _compiling(device) -> None:
@@ -141,3 +143,16 @@ def test_a_new_kernel_under_auto_compiles_on_one_device_only(fresh_scheduler):
     assert all("runs this new kernel first" in k.reason for k in profile.kernels)
     for out, x in zip(outs, xs, strict=True):
         np.testing.assert_allclose(out.numpy(), _apply(chain, x, numpy=True), rtol=2e-5, atol=2e-6)
+
+    # meanwhile the other devices compile and time it in the background, on idle devices
+    first = profile.compiles[0].device
+    assert explore.wait(120)
+    (root,) = optimize([outs[0].node])
+    kernel = kernel_info_of(root)
+    timed = {d.id: fresh_scheduler.model.runs(kernel.signature, d.id) for d in capable}
+    assert all(runs >= 1 for runs in timed.values()), timed
+    with hm.policy("auto"):
+        again = [_apply(chain, hm.asarray(x)) for x in xs]
+        hm.compute(*again)
+    assert last_profile().compiles == []  # no compile in the foreground on a later run
+    assert first in timed

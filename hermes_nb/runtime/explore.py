@@ -1,0 +1,140 @@
+"""Calibration in the background, on idle devices.
+
+The runtime's scheduler runs a new kernel on the one device the prior predicts best
+(``scheduler.policies``), so a first run compiles nowhere else. After that run, each other
+capable device that has never timed the kernel compiles and times it here, on one daemon
+thread, while no graph is running in this process: on zero-filled inputs of the kernel's
+shapes, on the device's own thread (so it never overlaps the user's work there), its
+compile recorded apart and left out of the timings it feeds the history. A later run then
+chooses among calibrated devices without waiting for a compile in the foreground.
+
+``HERMES_EXPLORE=0`` turns it off; kernels with more than ``MAX_BYTES`` of inputs and
+output, co-execution tiles and pinned kernels are never explored here.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import queue
+import threading
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from hermes_nb.backends import get_device
+from hermes_nb.compiler.progress import recording
+from hermes_nb.ir.node import OpSpec
+from hermes_nb.runtime import profile
+from hermes_nb.scheduler import Decision, Scheduler, default_scheduler
+from hermes_nb.settings import env_flag
+
+log = logging.getLogger("hermes_nb.runtime")
+
+MAX_BYTES = 64 << 20  # zero-filled inputs and an output this large, at most, per job
+IDLE_POLL_S = 0.05
+
+_jobs: queue.Queue[tuple[Scheduler, OpSpec, Decision, str]] = queue.Queue()
+_pending: set[tuple[str, str]] = set()  # (signature, device) queued or running
+_lock = threading.Lock()
+_thread: list[threading.Thread] = []
+
+
+def enabled() -> bool:
+    """Whether new kernels are calibrated in the background (``HERMES_EXPLORE``, default on
+    for a scheduler that runs new kernels on one device)."""
+    return env_flag("HERMES_EXPLORE", True) and not default_scheduler().explore_new_kernels
+
+
+def _nbytes(spec: OpSpec) -> int:
+    sizes = [(spec.shape, spec.dtype), *zip(spec.in_shapes, spec.in_dtypes)]
+    return sum(math.prod(s) * np.dtype(d).itemsize for s, d in sizes)
+
+
+def after_first_run(spec: OpSpec, decision: Decision) -> None:
+    """Queue the other capable devices that never timed ``decision``'s kernel."""
+    if decision.policy not in ("auto", "fastest", "cpu") or not enabled() \
+            or _nbytes(spec) > MAX_BYTES:
+        return
+    scheduler = default_scheduler()
+    sig = decision.kernel.signature
+    for c in decision.candidates:
+        if c.device == decision.device or not c.healthy or scheduler.model.runs(sig, c.device):
+            continue
+        with _lock:
+            if (sig, c.device) in _pending:
+                continue
+            _pending.add((sig, c.device))
+        # the foreground leaves a pair being timed here alone, as it does its own in flight
+        scheduler.reserve_runs(decision.kernel, c.device, scheduler.calibration_runs)
+        _jobs.put((scheduler, spec, decision, c.device))
+    _start()
+
+
+def _start() -> None:
+    with _lock:
+        if _thread and _thread[0].is_alive():
+            return
+        thread = threading.Thread(target=_loop, name="hermes-explore", daemon=True)
+        _thread[:] = [thread]
+    thread.start()
+
+
+def busy() -> bool:
+    """Whether jobs are queued or running."""
+    with _lock:
+        return bool(_pending)
+
+
+def wait(timeout_s: float = 60.0) -> bool:
+    """Wait until every queued job is done; whether they all are."""
+    deadline = time.monotonic() + timeout_s
+    while busy():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(IDLE_POLL_S)
+    return True
+
+
+def _idle() -> bool:
+    return not profile.running()
+
+
+def _loop() -> None:
+    while True:
+        scheduler, spec, decision, device = _jobs.get()
+        try:
+            while not _idle():
+                time.sleep(IDLE_POLL_S)
+            _explore(scheduler, spec, decision, device)
+        except Exception as exc:  # a device that cannot run it is the foreground's to find out
+            log.debug("hermes: background calibration of %s on %s failed: %s", spec.op,
+                      device, exc)
+        finally:
+            scheduler.release_runs(decision.kernel, device, scheduler.calibration_runs)
+            with _lock:
+                _pending.discard((decision.kernel.signature, device))
+
+
+def _explore(scheduler: Scheduler, spec: OpSpec, decision: Decision, device_id: str) -> None:
+    device = get_device(device_id)
+    spec = replace(spec, device=device_id, key=f"{spec.key}@calibration")
+    buffers = [device.run(device.from_host, np.zeros(s, d))
+               for s, d in zip(spec.in_shapes, spec.in_dtypes)]
+    for _ in range(scheduler.calibration_runs):
+        if not _idle():  # the user's next run goes first; what was timed is kept
+            return
+        seconds = device.run(_timed_run, device, spec, buffers)
+        scheduler.observe(decision.kernel, device_id, seconds)
+    log.debug("hermes: calibrated %s on %s in the background", spec.op, device_id)
+
+
+def _timed_run(device: object, spec: OpSpec, buffers: list[object]) -> float:
+    built = profile.CompileRecorder(spec.key, spec.op, spec.device)
+    with recording(built):
+        start = time.perf_counter()
+        device.execute(spec, buffers)  # type: ignore[attr-defined]
+        device.synchronize()  # type: ignore[attr-defined]
+        end = time.perf_counter()
+    return max(end - start - built.seconds, 0.0)
