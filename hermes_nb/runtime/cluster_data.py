@@ -36,6 +36,9 @@ _lock = threading.Lock()
 # client id -> content token -> Future of the scattered value; an entry goes when the array
 # (or computed value) it was made from is collected, which releases the data on the workers
 _scattered: dict[str, dict[str, Any]] = {}
+# (client id, id of the array) -> the token last scattered for it: a borrowed array whose
+# contents changed drops its old copy on the workers when the new one is sent
+_latest: dict[tuple[str, int], str] = {}
 
 
 def load_scattered(spec: OpSpec, value: Any) -> Resident:
@@ -100,12 +103,18 @@ def _scatter(client: Any, value: Any, token: str, owner: Any) -> Any:
     future = client.scatter({key: value}, direct=True)[key]
     with _lock:
         cache[token] = future
-    weakref.finalize(owner, _forget, client.id, token)
+        previous = _latest.get((client.id, id(owner)))
+        if previous is None:
+            weakref.finalize(owner, _forget, client.id, id(owner))
+        elif previous != token:
+            cache.pop(previous, None)
+        _latest[(client.id, id(owner))] = token
     return future
 
 
-def _forget(client_id: str, token: str) -> None:
+def _forget(client_id: str, owner: int) -> None:
     with _lock:
+        token = _latest.pop((client_id, owner), None)
         _scattered.get(client_id, {}).pop(token, None)
 
 
