@@ -1,12 +1,15 @@
 // Hermes in JupyterLab: a status bar item with the device count, and a panel (also in the
-// command palette) listing the server machine's devices and what the scheduler measured.
+// command palette) listing the server machine's devices and what the scheduler measured;
+// BokehJS in every page and a renderer for the notebook views' outputs (views.ts).
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, MainAreaWidget } from '@jupyterlab/apputils';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { Widget } from '@lumino/widgets';
 
 import { IDevice, requestAPI } from './api';
+import { loadBokehJS } from './bokeh';
 import { DevicesPanel } from './panel';
+import { addViewRenderer } from './views';
 
 const OPEN = 'hermes:open-devices';
 
@@ -50,4 +53,18 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+// activated before JupyterLab restores its notebooks (their outputs wait for app.started, which
+// waits for this), so a view never renders into a page without BokehJS
+const views: JupyterFrontEndPlugin<void> = {
+  id: '@hermes-nb/jupyterlab:views',
+  description: 'BokehJS and the renderer of Hermes views in notebooks',
+  autoStart: true,
+  activate: async (app: JupyterFrontEnd) => {
+    app.docRegistry.addWidgetExtension('Notebook', {
+      createNew: panel => addViewRenderer(panel as unknown as Parameters<typeof addViewRenderer>[0])
+    });
+    await loadBokehJS();
+  }
+};
+
+export default [plugin, views];

@@ -2,7 +2,7 @@
 
 A view's output carries, next to jupyter_bokeh's widget:
 
-- ``application/vnd.hermes.view.v1+json``: the plot as a Bokeh document (plain JSON) with the
+- ``application/vnd.hermes.view.v1+json``: the plot as a Bokeh document (a JSON string) with the
   widget's model id; the Hermes lab extension shows the live widget while its model exists
   and draws this document with the page's BokehJS otherwise (a reopened notebook, a new kernel);
 - ``text/html``: a standalone fragment that embeds the same document and loads BokehJS from
@@ -43,27 +43,34 @@ def page_has_bokehjs() -> bool:
 
 
 def document_json(model: Model) -> dict[str, Any]:
-    """``model``'s document as plain JSON with the id of its root: what BokehJS's
-    ``embed.embed_item`` takes."""
+    """``model``'s document with the id of its root: what BokehJS's ``embed.embed_item`` takes.
+    The document is a JSON string: BokehJS reads a model's definition before its references,
+    an order a saved notebook (whose JSON keys are sorted) would not keep."""
     from bokeh.core.json_encoder import serialize_json
 
     docs_json, (item,) = standalone_docs_json_and_render_items([model], suppress_callback_warning=True)
     (doc,) = docs_json.values()
-    return {"doc": json.loads(serialize_json(doc)), "root_id": item.to_json()["root_ids"][0]}
+    return {"doc_json": serialize_json(doc), "root_id": item.to_json()["root_ids"][0]}
+
+
+#: draws the data block ``@JSON@`` into ``@EL@`` once BokehJS is there (scripts added to a
+#: page load in any order); the document is parsed with JSON.parse, never evaluated
+_LOADER = (
+    "(function(){var el=document.getElementById(@EL@),tries=0;"
+    "var item={doc:JSON.parse(document.getElementById(@JSON@).textContent),root_id:@ROOT@};"
+    "function go(){if(window.Bokeh&&window.Bokeh.embed){window.Bokeh.embed.embed_item(item,el);}"
+    "else if(tries++<100){setTimeout(go,100);}}go();})();"
+)
 
 
 def static_html(embed: dict[str, Any], summary: str, classes: Iterable[str]) -> str:
-    """A standalone HTML fragment drawing the document ``embed`` (from :func:`document_json`);
-    the JSON sits in a data block, so only BokehJS's own embedding code runs."""
+    """A standalone HTML fragment drawing the document ``embed`` (from :func:`document_json`)
+    with BokehJS from the server's ``hermes/bokeh/`` folder."""
     ident = f"hermes-static-{secrets.token_hex(6)}"  # Bokeh's ids repeat across kernels
-    data = json.dumps(embed).replace("</", "<\\/")  # no "</script>" inside the block
+    data = embed["doc_json"].replace("</", "<\\/")  # no "</script>" inside the block
+    loader = (_LOADER.replace("@EL@", json.dumps(ident)).replace("@JSON@", json.dumps(ident + "-json"))
+              .replace("@ROOT@", json.dumps(embed["root_id"])))
     scripts = "".join(f'<script src="{html.escape(bokehjs_url() + f)}"></script>' for f in BOKEHJS_FILES)
-    loader = (
-        "(function(){var el=document.getElementById(ID),tries=0;"
-        "var item=JSON.parse(document.getElementById(ID_JSON).textContent);"
-        "function go(){if(window.Bokeh&&window.Bokeh.embed){window.Bokeh.embed.embed_item(item,el);}"
-        "else if(tries++<100){setTimeout(go,100);}}go();})();"
-    ).replace("ID_JSON", json.dumps(ident + "-json")).replace("(ID)", f"({json.dumps(ident)})")
     cls = html.escape(" ".join(["hermes-static-view", *classes]))
     return (f'<div class="{cls}"><div class="hermes-static-summary">{html.escape(summary)}</div>'
             f'{scripts}<div id="{ident}"></div>'

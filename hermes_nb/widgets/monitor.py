@@ -13,6 +13,7 @@ import ipywidgets
 
 from hermes_nb.runtime.monitor import LoadSampler
 from hermes_nb.runtime.profile import compiling_now
+from hermes_nb.widgets.fallback import view_bundle
 from hermes_nb.widgets.load import load_figure, stream_load
 from hermes_nb.widgets.show import ViewWidget, as_widget
 
@@ -28,7 +29,8 @@ class LoadMonitor(ipywidgets.VBox):
         self.sampler = LoadSampler(interval_s=interval_s, history_s=history_s)
         self.sampler.sample()  # the figures need a first sample to lay out every device
         self.figure = load_figure(self.sampler)
-        self.view: ViewWidget = as_widget(self.figure, "hermes-load-monitor")
+        self.view: ViewWidget = as_widget(self.figure, "hermes-load-monitor",
+                                          f"Hermes load monitor: {', '.join(self.sampler.history)}")
         self.status = ipywidgets.HTML(self._status_text(running=True))
         super().__init__([self.view, self.status])
         self.updates = 0
@@ -72,6 +74,15 @@ class LoadMonitor(ipywidgets.VBox):
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         self.status.value = self._status_text(running=False)
+
+    def __repr__(self) -> str:
+        return self.view.summary
+
+    def _repr_mimebundle_(self, **kwargs: object) -> dict[str, object] | None:
+        # the saved notebook keeps the figures as they were shown, and a one-line summary
+        bundle = super()._repr_mimebundle_(**kwargs)
+        return None if bundle is None else view_bundle(bundle, self.figure, self.view.summary,
+                                                       self.view._dom_classes)
 
     def close(self) -> None:
         self.stop()

@@ -1,0 +1,135 @@
+// Hermes view outputs: the live widget while its model exists in the kernel, else the static
+// copy of the plot the output carries (a reopened notebook, a new kernel, no kernel at all).
+import type { ISessionContext } from '@jupyterlab/apputils';
+import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { PanelLayout, Widget } from '@lumino/widgets';
+
+import { bokeh, loadBokehJS } from './bokeh';
+
+export const HERMES_VIEW_MIME = 'application/vnd.hermes.view.v1+json';
+const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
+// ahead of the widget renderer (-10), which shows "model not found" for a saved view
+export const HERMES_VIEW_RANK = -20;
+// how long a view waits for the kernel and the widget manager before drawing its copy
+const PATIENCE_MS = 30_000;
+
+interface IHermesView {
+  doc_json: string; // a string: a saved notebook sorts object keys, BokehJS needs their order
+  root_id: string;
+  model_id: string;
+  classes: string[];
+  summary: string;
+}
+
+// the part of ipywidgets' manager that says whether a widget model exists
+interface IWidgetManager {
+  restoredStatus: boolean;
+  restored: { connect(slot: () => void): boolean; disconnect(slot: () => void): boolean };
+  get_model(id: string): Promise<unknown>;
+}
+
+function within<T>(promise: Promise<T>, ms: number, otherwise: T): Promise<T> {
+  return Promise.race([promise, new Promise<T>(resolve => setTimeout(() => resolve(otherwise), ms))]);
+}
+
+function restored(manager: IWidgetManager): Promise<boolean> {
+  if (manager.restoredStatus) {
+    return Promise.resolve(true);
+  }
+  return within(new Promise<boolean>(resolve => {
+    const done = () => {
+      manager.restored.disconnect(done);
+      resolve(true);
+    };
+    manager.restored.connect(done);
+  }), PATIENCE_MS, false);
+}
+
+export class HermesViewRenderer extends Widget implements IRenderMime.IRenderer {
+  constructor(private _rendermime: IRenderMimeRegistry, private _session: ISessionContext) {
+    super();
+    this.layout = new PanelLayout();
+    this.addClass('hermes-view-output');
+  }
+
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    const view = model.data[HERMES_VIEW_MIME] as unknown as IHermesView;
+    const hasBokeh = await loadBokehJS();
+    const live = await this._liveRenderer(model, view);
+    if (live !== null) {
+      (this.layout as PanelLayout).addWidget(live);
+      await live.renderModel(model);
+    } else {
+      await this._renderStatic(view, hasBokeh);
+    }
+  }
+
+  // the widget renderer, when the view's widget model exists in the notebook's kernel
+  private async _liveRenderer(model: IRenderMime.IMimeModel, view: IHermesView): Promise<IRenderMime.IRenderer | null> {
+    if (!model.data[WIDGET_MIME] || !this._rendermime.getFactory(WIDGET_MIME)) {
+      return null;
+    }
+    await within(this._session.ready, PATIENCE_MS, undefined);
+    if (!this._session.session?.kernel) {
+      return null;
+    }
+    const renderer = this._rendermime.createRenderer(WIDGET_MIME);
+    const pending = (renderer as unknown as { _manager?: { promise: Promise<IWidgetManager> } })._manager;
+    if (pending === undefined) {
+      return renderer; // an ipywidgets that hides its manager: let it decide, as without Hermes
+    }
+    const manager = await pending.promise;
+    const found = (await restored(manager)) && (await manager.get_model(view.model_id).then(() => true, () => false));
+    if (found) {
+      return renderer;
+    }
+    renderer.dispose();
+    return null;
+  }
+
+  private async _renderStatic(view: IHermesView, hasBokeh: boolean): Promise<void> {
+    this.addClass('hermes-view');
+    this.addClass('hermes-static-view');
+    view.classes.forEach(c => this.addClass(c));
+    const caption = document.createElement('div');
+    caption.className = 'hermes-static-caption';
+    caption.textContent = `${view.summary} (saved picture: run the cell for a live view)`;
+    const plot = document.createElement('div');
+    this.node.append(caption, plot);
+    const Bokeh = bokeh();
+    if (!hasBokeh || !Bokeh) {
+      return;
+    }
+    await this._attached;
+    try {
+      await Bokeh.embed.embed_item({ doc: JSON.parse(view.doc_json), root_id: view.root_id }, plot);
+    } catch (err) {
+      console.warn('Hermes: the saved view could not be drawn', err);
+    }
+  }
+
+  protected onAfterAttach(): void {
+    this._attach();
+  }
+
+  private _attach: () => void = () => undefined;
+  private _attached = new Promise<void>(resolve => {
+    this._attach = resolve;
+  });
+}
+
+// what a notebook needs to render Hermes views: its rendermime and its kernel session
+interface INotebookLike {
+  content: { rendermime: IRenderMimeRegistry };
+  sessionContext: ISessionContext;
+}
+
+export function addViewRenderer(panel: INotebookLike): void {
+  const rendermime = panel.content.rendermime;
+  rendermime.addFactory({
+    safe: false,
+    mimeTypes: [HERMES_VIEW_MIME],
+    createRenderer: () => new HermesViewRenderer(rendermime, panel.sessionContext)
+  }, HERMES_VIEW_RANK);
+}

@@ -1,0 +1,87 @@
+"""Views that outlive the page and the kernel, in a real JupyterLab driven in headless Chromium.
+
+- After a page reload, a view is the live widget again (BokehJS comes with the Hermes lab
+  extension, not with a kernel's first output).
+- A saved notebook reopened after its kernel was shut down shows each view's saved picture,
+  drawn by the lab extension from the output's static copy, without "model not found".
+
+Neither may log a console error or fetch anything from outside 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import pytest
+from lab_harness import (
+    LabPage,
+    open_notebook,
+    save_notebook,
+    stderr_outputs,
+    wait_all_cells_run,
+    wait_kernel_idle,
+    widget_errors,
+)
+from test_lab_views import assert_canvas_drawn, run_notebook, unexpected_console_errors
+
+nbformat = pytest.importorskip("nbformat", reason="the browser tests need nbformat (test extra)")
+
+pytestmark = pytest.mark.browser
+
+CELLS = [
+    "%load_ext hermes_nb\nimport numpy as np\nimport hermes_nb as hm\n"
+    "a = np.random.default_rng(0).random(100_000, dtype=np.float32)",
+    "%%hermes --device cpu:0 --timeline --placement\ns = (hm.asarray(a) * 2 + 1).sum()",
+]
+VIEWS = (".hermes-timeline", ".hermes-placement")
+
+
+def assert_quiet(lab: LabPage) -> None:
+    assert widget_errors(lab.page) == []
+    assert stderr_outputs(lab.page) == []
+    assert "model not found" not in lab.page.locator(".jp-NotebookPanel").first.inner_text()
+    assert unexpected_console_errors(lab) == []
+    assert lab.external_requests == []
+
+
+def test_views_render_live_after_a_reload(lab_page: LabPage):
+    page = lab_page.page
+    run_notebook(lab_page, "reload.ipynb", CELLS)
+    wait_all_cells_run(page, 180_000)
+    for view in VIEWS:
+        assert_canvas_drawn(lab_page, view)
+    save_notebook(page)  # what the reloaded page reads (JupyterLab also saves every 2 minutes)
+    page.reload()
+    page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=90_000)
+    wait_kernel_idle(page, 90_000)
+    for view in VIEWS:
+        assert_canvas_drawn(lab_page, view)
+    assert page.locator(".hermes-static-view").count() == 0, "the reloaded page shows copies, not the views"
+    lab_page.screenshot("reloaded")
+    assert_quiet(lab_page)
+
+
+def test_a_reopened_notebook_shows_the_saved_pictures(lab_page: LabPage):
+    page, server = lab_page.page, lab_page.server
+    run_notebook(lab_page, "saved.ipynb", CELLS)
+    wait_all_cells_run(page, 180_000)
+    for view in VIEWS:
+        assert_canvas_drawn(lab_page, view)
+    save_notebook(page)
+    page.goto("about:blank")  # leave before the kernel goes, as a user closing the tab
+    for kernel in server.request("api/kernels")[1]:
+        assert server.request(f"api/kernels/{kernel['id']}", method="DELETE")[0] == 204
+
+    saved = nbformat.read(server.root / "saved.ipynb", as_version=4)
+    outputs = [o for o in saved.cells[1].outputs
+               if "application/vnd.hermes.view.v1+json" in o.get("data", {})]
+    assert len(outputs) == 2
+    texts = sorted(o["data"]["text/plain"] for o in outputs)
+    assert texts == ["Hermes placement: 1 kernel on cpu:0", "Hermes timeline: 1 kernel on cpu:0"]
+    for o in outputs:
+        assert "/hermes/bokeh/js/bokeh.min.js" in o["data"]["text/html"]
+        assert "cdn." not in o["data"]["text/html"]
+
+    open_notebook(page, server, "saved.ipynb")  # a new kernel, without the views' widgets
+    for view in VIEWS:
+        assert_canvas_drawn(lab_page, f".hermes-static-view{view}")
+    lab_page.screenshot("reopened")
+    assert_quiet(lab_page)
