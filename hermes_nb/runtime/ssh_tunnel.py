@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import contextlib
 import os
 import threading
@@ -234,6 +235,10 @@ def connect(url: str, scheduler_port: int = 8786, *, dashboard_port: int | None 
     loop = _LoopThread()
     try:
         ssh, listeners = loop.run(_open_tunnel(target, ports, options), timeout=timeout + 10)
+    except concurrent.futures.TimeoutError:
+        loop.stop()
+        raise ClusterError(f"{target.url}: no SSH login within {timeout + 10:.0f} s: check the "
+                           "host, the port and the network (timeout=)") from None
     except BaseException:
         loop.stop()
         raise
@@ -254,10 +259,27 @@ def _connect_client(connection: SSHConnection, scheduler_port: int, dashboard_po
     connection.scheduler_address = f"tcp://{LOCALHOST}:{local}"
     if dashboard_port is not None:
         connection.dashboard_link = f"http://{LOCALHOST}:{connection.local_ports[dashboard_port]}/status"
+    # a Client waits without limit for a listener that accepts but never answers: ask first
     try:
-        connection.client = Client(connection.scheduler_address, timeout=timeout, **client_kwargs)
-    except (OSError, asyncio.TimeoutError) as exc:
+        kind = connection._loop.run(_identity(connection.scheduler_address, timeout), timeout + 5)
+    except (OSError, asyncio.TimeoutError, concurrent.futures.TimeoutError) as exc:
+        kind = f"no Dask answer within {timeout:.0f} s: {type(exc).__name__} {exc}".rstrip()
+    if kind != "Scheduler":
         raise ClusterError(
-            f"{connection.target.url}: the remote port {scheduler_port} accepts connections "
-            f"but no Dask scheduler answered through the tunnel ({type(exc).__name__}: {exc}): "
-            "check scheduler_port= and that the scheduler's Dask version matches this one") from None
+            f"{connection.target.url}: the remote port {scheduler_port} accepts connections but "
+            f"it is not a Dask scheduler ({kind}): check scheduler_port= and that the "
+            "scheduler's Dask version matches this one")
+    connection.client = Client(connection.scheduler_address, timeout=timeout, **client_kwargs)
+
+
+async def _identity(address: str, timeout: float) -> str:
+    """What answers at ``address``: ``"Scheduler"`` for a Dask scheduler."""
+    from distributed.comm import connect
+
+    comm = await connect(address, timeout=timeout)
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        reply = await asyncio.wait_for(comm.read(), timeout)
+    finally:
+        await comm.close()
+    return str(reply.get("type")) if isinstance(reply, dict) else repr(reply)[:80]

@@ -185,6 +185,14 @@ def test_no_scheduler_on_the_remote_port(sshd: SSHServer) -> None:
     assert sshd.url in str(info.value)
 
 
+def test_a_silent_service_on_the_remote_port_is_not_a_scheduler(sshd: SSHServer) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers
+        port = silent.getsockname()[1]
+        with pytest.raises(ClusterError, match=f"remote port {port} .* not a Dask scheduler"):
+            hm.cluster.connect(sshd.url, port, client_keys=sshd.key, known_hosts=sshd.known_hosts,
+                               timeout=2)
+
+
 def test_unreachable_host(sshd: SSHServer) -> None:
     url = f"ssh://{sshd.user}@127.0.0.1:{_free_port()}"
     with pytest.raises(ClusterError, match="cannot reach the SSH server") as info:
