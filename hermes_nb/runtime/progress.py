@@ -24,23 +24,20 @@ class ProgressBar:
         self.count = 0
         self._show_at = time.perf_counter() + delay_s
         self._bar: Any = None
-        self._shown: Any = None  # the notebook output showing the bar's widget
         if delay_s <= 0:
             self._bar = self._new_bar()
 
     def _new_bar(self) -> Any:
         from tqdm.auto import tqdm
 
-        in_notebook = any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__)
-        # in a notebook the bar's output is emptied by close() (so no dead widget is saved); the
-        # widget stays open (leave), as closing it while the page still builds its view errs
-        bar = tqdm(total=self.total, initial=self.count, desc="hermes run", unit="kernel",
-                   leave=in_notebook, dynamic_ncols=True, **({"display": False} if in_notebook else {}))
-        if in_notebook:
-            from IPython.display import display
+        options: dict[str, Any] = {"leave": False, "dynamic_ncols": True}
+        if any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__):
+            # in a notebook, a text line in one output rather than tqdm's widget: a saved
+            # notebook shows text again, while a widget leaves "model not found" behind
+            from tqdm.std import tqdm
 
-            self._shown = display(bar.container, display_id=True)
-        return bar
+            options = {"leave": False, "ncols": 80, "file": _OutputLine()}
+        return tqdm(total=self.total, initial=self.count, desc="hermes run", unit="kernel", **options)
 
     def __call__(self, run: KernelRun) -> None:
         if run.is_tile:  # the gathered kernel counts, not its tiles
@@ -56,8 +53,23 @@ class ProgressBar:
         with self._lock:
             if self._bar is not None:
                 self._bar.close()
-            if self._shown is not None:
-                self._shown.update({"text/plain": ""}, raw=True)
+
+
+class _OutputLine:
+    """A file for tqdm that shows the last line written to it in one notebook output."""
+
+    def __init__(self) -> None:
+        from IPython.display import display
+
+        self._output = display({"text/plain": ""}, raw=True, display_id=True)
+
+    def write(self, text: str) -> None:
+        line = text.replace("\r", "").strip()
+        if line or text.strip("\n"):  # a line, or the blank tqdm writes to clear it
+            self._output.update({"text/plain": line}, raw=True)
+
+    def flush(self) -> None:
+        pass
 
 
 def progress_bar(setting: bool | str, total: int) -> ProgressBar | None:

@@ -30,6 +30,8 @@ CELLS = [
     "%load_ext hermes_nb\nimport numpy as np\nimport hermes_nb as hm\n"
     "a = np.random.default_rng(0).random(100_000, dtype=np.float32)",
     "%%hermes --device cpu:0 --timeline --placement\ns = (hm.asarray(a) * 2 + 1).sum()",
+    # a run's progress bar is an output too: it must not leave a dead widget in the notebook
+    "with hm.options(progress=True):\n    m = (hm.asarray(a) - 3).max().compute()",
 ]
 VIEWS = (".hermes-timeline", ".hermes-placement")
 
@@ -79,6 +81,9 @@ def test_a_reopened_notebook_shows_the_saved_pictures(lab_page: LabPage):
     for o in outputs:
         assert "/hermes/bokeh/js/bokeh.min.js" in o["data"]["text/html"]
         assert "cdn." not in o["data"]["text/html"]
+    widgets = [o for cell in saved.cells for o in cell.outputs
+               if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(widgets) == len(outputs), "a widget without a saved picture is in the notebook"
 
     open_notebook(page, server, "saved.ipynb")  # a new kernel, without the views' widgets
     for view in VIEWS:

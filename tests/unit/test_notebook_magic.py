@@ -323,3 +323,41 @@ def test_loading_through_the_extension_manager_registers_the_magics() -> None:
         assert ip.extension_manager.load_extension("hermes_nb") == "already loaded"
     finally:
         InteractiveShell.clear_instance()
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("--devcie cpu:0", "--device"), ("--timline", "--timeline"),
+                                             ("--no-fsue", "--no-fuse"), ("--expalin", "--explain")])
+def test_misspelt_option_fails_suggesting_the_option_meant(
+    shell: InteractiveShell, shown: list[Any], compute_calls: list[int],
+    capsys: pytest.CaptureFixture[str], typo: str, meant: str,
+) -> None:
+    result = shell.run_cell(f"%%hermes {typo}\nran = hm.ones((2,))")
+    assert isinstance(result.error_in_exec, UsageError)
+    err = capsys.readouterr().err.strip()
+    flag = typo.split()[0]
+    assert f"unrecognized arguments: {flag} (did you mean {meant}?)" in err
+    assert "\n" not in err and "ran" not in shell.user_ns and compute_calls == []
+
+
+def test_no_suggestion_for_an_option_like_none() -> None:
+    with pytest.raises(magic._UsageError) as err:
+        magic._cell_parser().parse_args(["--bogus"])
+    assert str(err.value) == "unrecognized arguments: --bogus"
+
+
+def test_line_magic_explain_after_a_hermes_cell_shows_what_it_ran(
+    shell: InteractiveShell, shown: list[Any]
+) -> None:
+    shell.run_cell("%%hermes\nt = (hm.ones((4, 4)) * 2).sum()")
+    shown.clear()
+    assert shell.user_ns["t"].is_materialized
+    shell.run_cell("%hermes explain t")
+    (plan,) = shown
+    assert isinstance(plan, hm.Plan) and len(plan) >= 1
+    assert "sum" in {op for k in plan.kernels for op in k.ops}
+    # once the name holds something else, explain explains that
+    shell.run_cell("t = hm.ones((3,)).compute()")
+    shown.clear()
+    shell.run_cell("%hermes explain t")
+    (plan,) = shown
+    assert len(plan) == 0
