@@ -31,9 +31,10 @@ from hermes_nb.scheduler.history import local_host
 log = logging.getLogger("hermes_nb.runtime")
 
 ANNOTATION = "hermes_report"
-#: how long a finished graph waits for reports still on their way (they are sent before
-#: their task's result, so they are normally in already)
-GRACE_S = 0.5
+#: how long a finished graph waits for reports still on their way: a worker sends a report
+#: before its task's result on the same stream, and the scheduler passes both on in order,
+#: so they are in already; a kernel whose result Dask had from an earlier graph sends none
+GRACE_S = 0.05
 
 
 def topic(client: Any) -> str:
