@@ -62,7 +62,7 @@ def local_cluster() -> Any:
     import distributed
 
     return distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                    host="127.0.0.1", dashboard_address=None)
+                                    host="127.0.0.1", dashboard_address="127.0.0.1:0")
 
 
 # -- (a) blur + Sobel ------------------------------------------------------------------------

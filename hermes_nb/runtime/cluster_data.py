@@ -33,12 +33,13 @@ SCATTER_BYTES = 1 << 20
 
 _LOADS = (load_host_source, load_snapshot)
 _lock = threading.Lock()
-# client id -> content token -> Future of the scattered value; an entry goes when the array
-# (or computed value) it was made from is collected, which releases the data on the workers
+# client id -> content token -> Future of the scattered value. Arrays of equal content share
+# one Future; it is dropped (which releases the data on the workers) when the last array or
+# computed value sent under that token is collected, or when a borrowed array's contents
+# changed and the new contents were sent
 _scattered: dict[str, dict[str, Any]] = {}
-# (client id, id of the array) -> the token last scattered for it: a borrowed array whose
-# contents changed drops its old copy on the workers when the new one is sent
-_latest: dict[tuple[str, int], str] = {}
+_owners: dict[tuple[str, str], set[int]] = {}  # (client id, token) -> ids of its arrays
+_latest: dict[tuple[str, int], str] = {}  # (client id, id of an array) -> its token
 
 
 def load_scattered(spec: OpSpec, value: Any) -> Resident:
@@ -97,25 +98,41 @@ def _scatter(client: Any, value: Any, token: str, owner: Any) -> Any:
     with _lock:
         cache = _scattered.setdefault(client.id, {})
         future = cache.get(token)
-        if future is not None and future.status == "finished":
-            return future
-    key = f"hermes-data-{token}"  # never a graph key: a wanted constant's task reads it
-    future = client.scatter({key: value}, direct=True)[key]
+    if future is None or future.status != "finished":
+        key = f"hermes-data-{token}"  # never a graph key: a wanted constant's task reads it
+        future = client.scatter({key: value}, direct=True)[key]
     with _lock:
         cache[token] = future
-        previous = _latest.get((client.id, id(owner)))
-        if previous is None:
-            weakref.finalize(owner, _forget, client.id, id(owner))
-        elif previous != token:
-            cache.pop(previous, None)
-        _latest[(client.id, id(owner))] = token
+        _adopt(client.id, token, owner)
     return future
+
+
+def _adopt(client_id: str, token: str, owner: Any) -> None:
+    """Count ``owner`` as an array whose contents ``token`` names (under the lock)."""
+    previous = _latest.get((client_id, id(owner)))
+    if previous == token:
+        return
+    if previous is None:
+        weakref.finalize(owner, _forget, client_id, id(owner))
+    else:
+        _release(client_id, previous, id(owner))
+    _latest[(client_id, id(owner))] = token
+    _owners.setdefault((client_id, token), set()).add(id(owner))
+
+
+def _release(client_id: str, token: str, owner: int) -> None:
+    owners = _owners.get((client_id, token), set())
+    owners.discard(owner)
+    if not owners:
+        _owners.pop((client_id, token), None)
+        _scattered.get(client_id, {}).pop(token, None)
 
 
 def _forget(client_id: str, owner: int) -> None:
     with _lock:
         token = _latest.pop((client_id, owner), None)
-        _scattered.get(client_id, {}).pop(token, None)
+        if token is not None:
+            _release(client_id, token, owner)
 
 
 def _folded(graph: dict[str, Any], wanted: set[str]) -> dict[str, Any]:

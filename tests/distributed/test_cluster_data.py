@@ -27,7 +27,7 @@ BIG = RNG.random((64, 512, 512), dtype=np.float32)  # 64 MiB
 @pytest.fixture(scope="module")
 def client() -> Iterator[distributed.Client]:
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=None)
+                                       host="127.0.0.1", dashboard_address="127.0.0.1:0")
     try:
         with distributed.Client(cluster) as c:
             yield c
