@@ -190,3 +190,12 @@ def test_a_device_only_the_workers_have_is_usable_when_pinned(cluster, workers, 
                           env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"ran on ['{workers['full']}/opencl:0']" in done.stdout
+
+
+def test_the_progress_bar_counts_the_kernels_run_on_workers(client) -> None:
+    with hm.options(progress=True, fuse=False):
+        result = (hm.exp(hm.asarray(X)) * 2.0 + 1.0).sum(axis=0).numpy()
+    np.testing.assert_allclose(result, (np.exp(X) * 2 + 1).sum(axis=0), rtol=1e-5)
+    profile = last_profile()
+    assert profile.plan is not None and len(profile.plan.kernels) == 4
+    assert profile.on_kernel.count == profile.on_kernel.total == 4
