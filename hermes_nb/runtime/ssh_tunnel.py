@@ -227,7 +227,9 @@ def connect(url: str, scheduler_port: int = 8786, *, dashboard_port: int | None 
     target = parse_url(url)
     if isinstance(known_hosts, os.PathLike):  # asyncssh takes str paths, not Path
         known_hosts = os.fspath(known_hosts)
-    options: dict[str, Any] = {"known_hosts": known_hosts, "connect_timeout": timeout}
+    # keep-alives: an idle tunnel through a NAT or firewall is not dropped silently
+    options: dict[str, Any] = {"known_hosts": known_hosts, "connect_timeout": timeout,
+                               "keepalive_interval": 30, "keepalive_count_max": 4}
     if client_keys is not None:
         keys = [client_keys] if isinstance(client_keys, (str, os.PathLike)) else client_keys
         options["client_keys"] = [os.fspath(k) for k in keys]
@@ -273,13 +275,16 @@ def _connect_client(connection: SSHConnection, scheduler_port: int, dashboard_po
 
 
 async def _identity(address: str, timeout: float) -> str:
-    """What answers at ``address``: ``"Scheduler"`` for a Dask scheduler."""
+    """What answers at ``address`` within ``timeout``: ``"Scheduler"`` for a Dask scheduler."""
     from distributed.comm import connect
 
-    comm = await connect(address, timeout=timeout)
-    try:
-        await comm.write({"op": "identity", "reply": True})
-        reply = await asyncio.wait_for(comm.read(), timeout)
-    finally:
-        await comm.close()
+    async def ask() -> Any:
+        comm = await connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    reply = await asyncio.wait_for(ask(), timeout)  # connect alone may retry past timeout
     return str(reply.get("type")) if isinstance(reply, dict) else repr(reply)[:80]

@@ -10,6 +10,7 @@ installs both.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import getpass
 import importlib.util
@@ -163,6 +164,16 @@ def test_forwarded_ports_bind_loopback_and_close_twice(sshd: SSHServer, dask_clu
     assert connection.closed and connection.client.status == "closed"
     with socket.socket() as s:  # the forwarded port is gone with the tunnel
         assert s.connect_ex(("127.0.0.1", connection.local_ports[_scheduler_port(dask_cluster)])) != 0
+
+
+def test_connect_from_inside_a_running_event_loop(sshd: SSHServer, dask_cluster) -> None:
+    """A notebook's kernel runs its own asyncio loop; the tunnel's loop is its own thread's."""
+    async def in_a_notebook() -> np.ndarray:
+        with hm.cluster.connect(sshd.url, _scheduler_port(dask_cluster), client_keys=sshd.key,
+                                known_hosts=sshd.known_hosts):
+            return (hm.asarray(np.ones(5, np.float32)) + 1).numpy()
+
+    np.testing.assert_array_equal(asyncio.run(in_a_notebook()), np.full(5, 2, np.float32))
 
 
 def test_wrong_key_is_an_authentication_error(sshd: SSHServer, dask_cluster) -> None:
