@@ -24,6 +24,8 @@ every instance of a new kernel goes to the device the prior predicts best (copie
 each device's speed on the kernels it has run, see :meth:`PerfModel.prior`, then the
 candidates' order); the other devices are explored on later runs. Simulated devices
 compile nothing, so there the default spreads a new kernel's instances over the devices.
+A device whose first timings of a kernel are over ``SLOW_FACTOR`` × a calibrated device's
+is not explored further.
 """
 
 from __future__ import annotations
@@ -282,7 +284,9 @@ class Scheduler:
     ) -> Decision:
         sig = kernel.signature
         n = self.calibration_runs
-        tried = [(c.runs + self._exploring.get((sig, c.device), 0), i) for i, c in enumerate(healthy)]
+        slow = _clearly_slower(healthy, n)
+        tried = [(c.runs + self._exploring.get((sig, c.device), 0), i) for i, c in enumerate(healthy)
+                 if c.device not in slow]
         if not self.explore_new_kernels and all(c.runs == 0 for c in healthy):
             # a new kernel: no compile on devices it may never run on
             return self._first_run(kernel, healthy, candidates, policy, commit)
@@ -452,6 +456,21 @@ class Scheduler:
         """Write pending runs to the store now."""
         if self.store is not None:
             self.store.flush()
+
+
+#: a device whose first timings of a kernel are this many times a calibrated device's is
+#: not calibrated further: more runs there would only cost the user time
+SLOW_FACTOR = 2.0
+
+
+def _clearly_slower(healthy: Sequence[CandidateEstimate], n: int) -> set[str]:
+    """Uncalibrated devices already timed at over ``SLOW_FACTOR`` × the best calibrated one."""
+    calibrated = [c.run_s for c in healthy if c.runs >= n and c.run_s is not None]
+    if not calibrated:
+        return set()
+    best = min(calibrated)
+    return {c.device for c in healthy
+            if 0 < c.runs < n and c.run_s is not None and c.run_s > SLOW_FACTOR * best}
 
 
 def _finish(c: CandidateEstimate) -> float:

@@ -140,3 +140,15 @@ def test_building_without_a_listener_costs_no_event() -> None:
     with building("quick"):
         pass
     assert time.perf_counter() - start < 0.5
+
+
+def test_a_device_clearly_slower_after_one_run_is_not_calibrated_further() -> None:
+    sched = Scheduler(None, explore_new_kernels=False)
+    for _ in range(sched.calibration_runs):
+        sched.observe(K, "cpu:0", 1e-3)
+    sched.observe(K, "opencl:0", 10e-3)  # one run, ten times slower: enough to know
+    d = sched.decide(K, ["cpu:0", "opencl:0"], policy="auto")
+    assert d.device == "cpu:0" and not d.calibrating, d.reason
+    sched.observe(K, "cuda:0", 1.5e-3)  # close to the best: still worth calibrating
+    d = sched.decide(K, ["cpu:0", "opencl:0", "cuda:0"], policy="auto")
+    assert d.device == "cuda:0" and d.calibrating
