@@ -139,6 +139,8 @@ def test_graph_runs_on_the_remote_worker_through_the_tunnel(sshd: SSHServer, das
         workers = set(dask_cluster.scheduler_info["workers"])
         assert stream.data and {task["worker"] for task in stream.data} <= workers
         assert set(client.run(os.getpid)) == workers
+        remote = hm.devices(cluster=True)  # the remote workers' devices, asked through the tunnel
+        assert {d.worker for d in remote} == workers and "cpu:0" in {d.id for d in remote}
     with pytest.raises(ValueError):
         distributed.default_client()  # closing the connection closed its client
 
