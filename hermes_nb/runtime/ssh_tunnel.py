@@ -17,6 +17,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import importlib.util
 import os
 import threading
 from collections.abc import Sequence
@@ -222,9 +223,11 @@ def connect(url: str, scheduler_port: int = 8786, *, dashboard_port: int | None 
     ``client_kwargs`` go to ``distributed.Client`` (it becomes the default client, so Hermes
     graphs run on the remote workers). Failures raise ``ClusterError`` naming the URL.
     """
-    import distributed  # noqa: F401  (fail here, before logging in, if it is missing)
-
     target = parse_url(url)
+    for module in ("distributed", "asyncssh"):  # fail here, before logging in
+        if importlib.util.find_spec(module) is None:
+            raise ModuleNotFoundError(f"hm.cluster.connect needs {module}: pip install "
+                                      "'hermes_nb[distributed]'", name=module)
     if isinstance(known_hosts, os.PathLike):  # asyncssh takes str paths, not Path
         known_hosts = os.fspath(known_hosts)
     # keep-alives: an idle tunnel through a NAT or firewall is not dropped silently
