@@ -19,6 +19,7 @@ from hermes_nb.backends import devices, get_device
 from hermes_nb.ir.node import Node, is_borrowed, toposort
 from hermes_nb.runtime import profile
 from hermes_nb.runtime.cluster import check_cluster, killed_worker_error
+from hermes_nb.runtime.cluster_data import for_cluster, kept
 from hermes_nb.runtime.cluster_run import cluster_get
 from hermes_nb.runtime.explain import kernel_source, plan_of
 from hermes_nb.runtime.lower import lower
@@ -49,8 +50,10 @@ def _debug_level() -> int:
     return env_int("HERMES_DEBUG", 0, minimum=0)
 
 
-def execute(outputs: Sequence[Node]) -> list[Resident]:
-    """Run the graph behind ``outputs`` once and return their values."""
+def execute(outputs: Sequence[Node], *, persist: bool = False) -> list[Resident]:
+    """Run the graph behind ``outputs`` once and return their values. ``persist``: with a
+    Client active, the values stay on the workers (:class:`~hermes_nb.runtime.remote.Remote`
+    handles); without one it changes nothing."""
     from hermes_nb.compiler import optimize
     from hermes_nb.context import current_options
 
@@ -69,7 +72,7 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
     try:
         client = _active_client()
         if client is not None:
-            results = _run_on_cluster(client, graph, keys, optimized)
+            results = _run_on_cluster(client, graph, keys, optimized, persist=persist)
         elif _runs_on_caller(placed):
             results = dask.core.get(graph, keys)  # Dask's plainest executor: least overhead
         else:
@@ -87,7 +90,8 @@ def execute(outputs: Sequence[Node]) -> list[Resident]:
         profile.end(run_id)
         if bar is not None:
             bar.close()
-    borrowed = _borrowed_arrays(optimized)
+    # a persisted value lives on a worker, never in the caller's array's memory
+    borrowed = _borrowed_arrays(optimized) if client is None else []
     return [detached(r, borrowed) for r in results] if borrowed else list(results)
 
 
@@ -109,10 +113,16 @@ def _runs_on_caller(placed: dict[int, Placement]) -> bool:
 
 
 def _run_on_cluster(client: Any, graph: dict[Any, Any], keys: list[str],
-                    optimized: list[Node]) -> list[Resident]:
+                    optimized: list[Node], persist: bool = False) -> list[Any]:
+    """Run ``graph`` on ``client``'s cluster: its values, or with ``persist`` handles of
+    them on the workers. Large inputs go to the workers once, not inside the graph."""
     check_cluster(client)
+    graph = for_cluster(client, graph, keys)
     try:
-        return cluster_get(client, graph, keys, sync=True)  # placed on workers' devices
+        futures = cluster_get(client, graph, keys, sync=False)  # placed on workers' devices
+        if persist:
+            return kept(futures, graph, keys, [n.nbytes for n in optimized])
+        return client.gather(futures, direct=True)  # from the workers, not via the scheduler
     except Exception as exc:
         nodes = {n.key: n for n in toposort(optimized)}
         error = killed_worker_error(exc, graph, nodes)
