@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hermes_nb.runtime import cluster_reports
+from hermes_nb.runtime.cluster import check_cluster
 from hermes_nb.runtime.cluster_devices import PLUGIN_NAME, ClusterDevice, published, split_address
 
 _lock = threading.Lock()
@@ -33,6 +34,8 @@ def _install(client: Any) -> None:
     if key in _registered:
         return
     from hermes_nb.runtime.cluster_plugin import HermesDevices
+
+    check_cluster(client)  # a worker without Hermes could not even load the plugin
 
     client.register_plugin(HermesDevices(), name=PLUGIN_NAME)
     cluster_reports.subscribe(client)

@@ -15,6 +15,7 @@ from hermes_nb.ir.node import OpSpec
 from hermes_nb.runtime import cluster_reports
 from hermes_nb.runtime.cluster_devices import RESOURCE_PREFIX, ClusterDevice, split_address
 from hermes_nb.runtime.cluster_inventory import describe, setup
+from hermes_nb.runtime.coexec import tile_task
 from hermes_nb.runtime.lower import run_op
 
 
@@ -35,12 +36,14 @@ def restrictions(graph: dict[str, Any], found: list[ClusterDevice]
         spec, decision = task[1], task[2] if task[0] is run_op else None
         if task[0] is run_op:
             decisions[key] = decision
-        worker, local = split_address(spec.device)
+        # a co-executed kernel's tile runs on the tile's device
+        device = task[3].device if task[0] is tile_task else spec.device
+        worker, local = split_address(device)
         kind = local.split(":", 1)[0]
         pinned = decision is not None and decision.policy == "pinned"
         if worker is not None:
             if not any(d.worker == worker and d.id == local for d in found):
-                raise ValueError(f"{spec.describe()} is pinned to {spec.device}, which the cluster "
+                raise ValueError(f"{spec.describe()} is pinned to {device}, which the cluster "
                                  f"does not have; it has: {describe(found)}")
             workers[key] = [worker]
             resources[key] = {RESOURCE_PREFIX + local: 1}

@@ -63,3 +63,14 @@ def test_a_plain_process_binds_as_before_and_lists_its_own_devices() -> None:
 def test_hermes_devices_limits_what_a_worker_offers(monkeypatch) -> None:
     monkeypatch.setenv("HERMES_DEVICES", "cpu")
     assert [d.id for d in inventory("w")] == ["cpu:0"]
+
+
+def test_a_co_executed_tile_goes_to_workers_with_the_tiles_device() -> None:
+    from hermes_nb.runtime.coexec import Tile, tile_task
+
+    spec = _task("cpu:0")[1]
+    graph = {"t0": (tile_task, spec, (True,), Tile("opencl:0", 0, 2), 0, 1, "x"),
+             "t1": (tile_task, spec, (True,), Tile("cpu:0", 2, 4), 0, 1, "x")}
+    resources, _, decisions = restrictions(graph, CLUSTER)
+    assert resources == {"t0": {"hermes-opencl:0": 1}, "t1": {"hermes-cpu:0": 1}}
+    assert decisions == {}
