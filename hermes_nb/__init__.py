@@ -8,6 +8,7 @@
 """
 
 from hermes_nb.api import cluster, image, random
+from hermes_nb.api import onnx_import as onnx
 from hermes_nb.api.construct import (
     empty,
     empty_like,

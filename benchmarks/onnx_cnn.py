@@ -1,0 +1,108 @@
+"""A small CNN as an ONNX model: Hermes's fused run on cpu:0 against onnxruntime's CPU run,
+NumPy in and NumPy out, medians of one run each, and their ratio.
+
+    python -m benchmarks.onnx_cnn [--repeat 50] [--batch 8] [--device cpu:0]
+
+The model (built with ``onnx.helper``, seeded random weights, no downloads) is
+Conv → BatchNormalization → Relu → MaxPool → Conv(group=2, strides, pads, dilations) →
+GlobalAveragePool → Flatten → Gemm → Softmax; ``tests/backend/test_onnx.py`` checks it
+against onnxruntime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+
+def small_cnn(seed: int = 0, channels: int = 3, classes: int = 10) -> Any:
+    """The benchmark's model as an ``onnx.ModelProto`` with an input ``x`` of shape
+    (N, channels, 32, 32) (N symbolic) and an output ``probs`` of shape (N, classes)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+
+    def weight(name: str, *shape: int, scale: float = 0.2, low: float | None = None) -> Any:
+        value = rng.uniform(low, 1.0, shape) if low is not None else rng.normal(0, scale, shape)
+        return numpy_helper.from_array(value.astype(np.float32), name)
+
+    inits = [
+        weight("w1", 8, channels, 3, 3), weight("b1", 8),
+        weight("gamma", 8, low=0.5), weight("beta", 8), weight("mu", 8),
+        weight("sigma2", 8, low=0.5),
+        weight("w2", 16, 4, 3, 3), weight("b2", 16),
+        weight("w3", classes, 16), weight("b3", classes),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "gamma", "beta", "mu", "sigma2"], ["n1"],
+                         name="bn1", epsilon=1e-5),
+        helper.make_node("Relu", ["n1"], ["r1"], name="relu1"),
+        helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2],
+                         strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], name="conv2", group=2,
+                         strides=[2, 2], pads=[2, 2, 2, 2], dilations=[2, 2]),
+        helper.make_node("GlobalAveragePool", ["c2"], ["g"], name="gap"),
+        helper.make_node("Flatten", ["g"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "w3", "b3"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "small_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", channels, 32, 32])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", classes])],
+        initializer=inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                             ir_version=8)
+
+
+def _median_s(fn: Any, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--device", default="cpu:0")
+    args = parser.parse_args(argv)
+
+    import onnxruntime as ort
+
+    import hermes_nb as hm
+
+    proto = small_cnn()
+    x = np.random.default_rng(1).normal(size=(args.batch, 3, 32, 32)).astype(np.float32)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    model = hm.onnx.load(proto)
+
+    def hermes_run() -> np.ndarray:
+        with hm.device(args.device):
+            out = model(x)
+        return out.numpy()
+
+    def ort_run() -> np.ndarray:
+        return session.run(None, {"x": x})[0]
+
+    expected, got = ort_run(), hermes_run()  # the first Hermes run compiles its kernels
+    err = float(np.max(np.abs(got - expected)))
+    hermes_s, ort_s = _median_s(hermes_run, args.repeat), _median_s(ort_run, args.repeat)
+    print(f"small CNN, batch {args.batch}, 3x32x32 float32, median of {args.repeat} runs "
+          f"(max |hermes - onnxruntime| = {err:.1e})")
+    print(f"  hermes {args.device}:      {hermes_s * 1e3:8.3f} ms")
+    print(f"  onnxruntime CPU:     {ort_s * 1e3:8.3f} ms")
+    print(f"  ratio hermes/ort:    {hermes_s / ort_s:8.2f}  (below 1: Hermes is faster)")
+
+
+if __name__ == "__main__":
+    main()

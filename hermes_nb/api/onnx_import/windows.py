@@ -1,0 +1,127 @@
+"""Sliding windows for Conv and pooling, as strided slices of a padded input.
+
+A window operator over ``r`` spatial axes becomes one strided slice of the padded input per
+kernel offset (``prod(kernel_shape)`` slices, each the size of the output): pooling combines
+them elementwise (``maximum``, ``add``: one fused kernel), Conv stacks them into im2col
+columns for one ``matmul``. Everything is a plain Hermes op, so it runs and fuses on every
+device.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hermes_nb.api.creation import full
+from hermes_nb.api.manipulation import concat
+from hermes_nb.api.onnx_import.table import AUTO_PADS, OnnxNode, check_choice
+from hermes_nb.api.tensor import Tensor
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Where the windows of one operator lie along each spatial axis."""
+
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    begin: tuple[int, ...]   # padding before, as ONNX gives or auto_pad chooses
+    end: tuple[int, ...]     # padding after, as ONNX gives or auto_pad chooses
+    extra: tuple[int, ...]   # more padding after, which only ceil_mode's last window reads
+    out: tuple[int, ...]
+
+    def span(self, axis: int) -> int:
+        return (self.kernel[axis] - 1) * self.dilations[axis] + 1
+
+
+def check_window(n: OnnxNode) -> None:
+    """Load-time checks shared by Conv and the pools."""
+    check_choice(n, "auto_pad", AUTO_PADS, "NOTSET")
+    check_choice(n, "ceil_mode", (0, 1), 0)
+    for key in ("strides", "dilations", "kernel_shape"):
+        if any(v < 1 for v in n.attr(key, [])):
+            raise n.unsupported(f"{key}={n.attr(key)}", "positive values")
+    if any(v < 0 for v in n.attr("pads", [])):
+        raise n.unsupported(f"pads={n.attr('pads')}", "non-negative pads")
+
+
+def geometry(n: OnnxNode, spatial: Sequence[int], kernel: Sequence[int]) -> Geometry:
+    r = len(spatial)
+    strides = tuple(n.attr("strides") or (1,) * r)
+    dilations = tuple(n.attr("dilations") or (1,) * r)
+    pads = list(n.attr("pads") or (0,) * 2 * r)
+    auto = n.attr("auto_pad", "NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    ceil = bool(n.attr("ceil_mode", 0))
+    if len(strides) != r or len(dilations) != r or len(pads) != 2 * r or len(kernel) != r:
+        raise ValueError(f"onnx: {n.op_type} {n.where()}: strides, dilations, pads and "
+                         f"kernel_shape must match the input's {r} spatial axes")
+    out, begin, end, extra = [], [], [], []
+    for i in range(r):
+        span = (kernel[i] - 1) * dilations[i] + 1
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            o = -(-spatial[i] // strides[i])
+            total = max(0, (o - 1) * strides[i] + span - spatial[i])
+            small, big = total // 2, total - total // 2
+            b, e = (small, big) if auto == "SAME_UPPER" else (big, small)
+        else:
+            b, e = (0, 0) if auto == "VALID" else (pads[i], pads[i + r])
+            length = spatial[i] + b + e - span
+            if length < 0:
+                raise ValueError(f"onnx: {n.op_type} {n.where()}: the window ({span}) is "
+                                 f"larger than the padded input ({spatial[i] + b + e})")
+            o = (-(-length // strides[i]) if ceil else length // strides[i]) + 1
+            if ceil and (o - 1) * strides[i] >= spatial[i] + b:
+                o -= 1  # the last window would start in the padding after the input
+        out.append(o)
+        begin.append(b)
+        end.append(e)
+        extra.append(max(0, (o - 1) * strides[i] + span - spatial[i] - b - e))
+    return Geometry(tuple(kernel), strides, dilations, tuple(begin), tuple(end), tuple(extra),
+                    tuple(out))
+
+
+def pad(x: Tensor, g: Geometry, value: float | int) -> Tensor:
+    """``x`` (N, C, *spatial) with ``value`` around its spatial axes as ``g`` says."""
+    for i, (b, e) in enumerate(zip(g.begin, (e + x for e, x in zip(g.end, g.extra)))):
+        if not b and not e:
+            continue
+        axis = 2 + i
+        parts = []
+        for width in (b, e):
+            shape = (*x.shape[:axis], width, *x.shape[axis + 1:])
+            parts.append(full(shape, value, dtype=x.dtype) if width else None)
+        x = concat([p for p in (parts[0], x, parts[1]) if p is not None], axis=axis)
+    return x
+
+
+def windows(x: Any, g: Geometry) -> list[Any]:
+    """One strided slice of the padded ``x`` per kernel offset, each (N, C, *out); works on
+    a Tensor and on a NumPy array alike."""
+    out = []
+    for offset in itertools.product(*(range(k) for k in g.kernel)):
+        index = [slice(None), slice(None)]
+        for i, o in enumerate(offset):
+            start = o * g.dilations[i]
+            index.append(slice(start, start + (g.out[i] - 1) * g.strides[i] + 1, g.strides[i]))
+        out.append(x[tuple(index)])
+    return out
+
+
+def window_counts(spatial: Sequence[int], g: Geometry, include_pad: bool) -> np.ndarray:
+    """How many elements each output's window averages: AveragePool's divisor, (*out).
+    With ``count_include_pad`` the given padding counts, ceil_mode's extra never does."""
+    inside = np.ones((1, 1, *spatial), np.float64)
+    given = [(0, 0), (0, 0), *list(zip(g.begin, g.end))]
+    mask = np.pad(inside, given, constant_values=1.0 if include_pad else 0.0)
+    mask = np.pad(mask, [(0, 0), (0, 0)] + [(0, x) for x in g.extra], constant_values=0.0)
+    return np.sum(windows(mask, g), axis=0)[0, 0]
+
+
+def elements(g: Geometry) -> int:
+    return math.prod(g.kernel)
