@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import queue
 import threading
 import time
@@ -54,8 +55,9 @@ def _nbytes(spec: OpSpec) -> int:
 
 def after_first_run(spec: OpSpec, decision: Decision) -> None:
     """Queue the other capable devices that never timed ``decision``'s kernel."""
-    if decision.policy not in ("auto", "fastest", "cpu") or not enabled() \
-            or _nbytes(spec) > MAX_BYTES:
+    # a cluster's worker has no open profile: its devices are not this process's to explore
+    if decision.policy not in ("auto", "fastest", "cpu") or not profile.running() \
+            or not enabled() or _nbytes(spec) > MAX_BYTES:
         return
     scheduler = default_scheduler()
     sig = decision.kernel.signature
@@ -70,6 +72,17 @@ def after_first_run(spec: OpSpec, decision: Decision) -> None:
         scheduler.reserve_runs(decision.kernel, c.device, scheduler.calibration_runs)
         _jobs.put((scheduler, spec, decision, c.device))
     _start()
+
+
+def _forget_jobs() -> None:
+    """A forked child has no explore thread: the parent's jobs are not its own."""
+    global _jobs, _lock
+    _jobs, _lock = queue.Queue(), threading.Lock()  # a lock held at the fork stays held
+    _pending.clear()
+    _thread.clear()
+
+
+os.register_at_fork(after_in_child=_forget_jobs)
 
 
 def _start() -> None:
