@@ -74,3 +74,48 @@ def test_a_co_executed_tile_goes_to_workers_with_the_tiles_device() -> None:
     resources, _, decisions = restrictions(graph, CLUSTER)
     assert resources == {"t0": {"hermes-opencl:0": 1}, "t1": {"hermes-cpu:0": 1}}
     assert decisions == {}
+
+
+class _FakeRuntime:
+    """CuPy's runtime as a worker with ``CUDA_VISIBLE_DEVICES=2,0`` sees it: index 0 is the
+    physical GPU on bus 0000:41:00.0."""
+
+    def deviceGetPCIBusId(self, index: int) -> str:
+        return ("0000:41:00.0", "0000:01:00.0")[index].upper()
+
+    def getDeviceProperties(self, index: int) -> dict:
+        return {"uuid": bytes([index]) * 16}
+
+
+class _FakeGPU(hm.Device):
+    kind = "cuda"
+
+    def __init__(self, index: int) -> None:
+        super().__init__(index, "Fake GPU", memory_bytes=1, compute_units=1, fp64=True)
+
+    def from_host(self, array: np.ndarray) -> np.ndarray:
+        return array
+
+    def to_host(self, buffer: np.ndarray) -> np.ndarray:
+        return buffer
+
+    def execute(self, spec: OpSpec, inputs: object) -> None:
+        raise NotImplementedError
+
+
+def test_a_gpu_is_named_by_its_pci_bus_id_not_its_index(monkeypatch) -> None:
+    import sys
+    import types
+
+    from hermes_nb.runtime.cluster_devices import stable_id
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=_FakeRuntime()))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    assert stable_id(_FakeGPU(0)) == "cuda:0000:41:00.0"
+    assert stable_id(_FakeGPU(1)) == "cuda:0000:01:00.0"
+
+    def no_bus_id(index: int) -> str:
+        raise RuntimeError("not supported")
+
+    monkeypatch.setattr(fake.cuda.runtime, "deviceGetPCIBusId", no_bus_id)
+    assert stable_id(_FakeGPU(1)) == "cuda:GPU-" + "01" * 16
