@@ -66,9 +66,11 @@ def _unrecognized(word: str, options: Any) -> str:
     compared without their dashes, which every one shares."""
     flag = word.split("=", 1)[0]
     names = {o.lstrip("-"): o for o in options if o.startswith("--")}
-    close = difflib.get_close_matches(flag.lstrip("-"), names, n=1) if flag.startswith("--") else []
+    guess = flag.startswith("--") and len(flag) <= 40  # difflib's time grows with the length
+    close = difflib.get_close_matches(flag.lstrip("-"), names, n=1) if guess else []
     hint = f" (did you mean {names[close[0]]}?)" if close else ""
-    return f"unrecognized arguments: {word}{hint}"
+    shown = word if len(word) <= 60 else f"{word[:57]}..."
+    return f"unrecognized arguments: {shown}{hint}"
 
 
 def _cell_parser() -> _Parser:
