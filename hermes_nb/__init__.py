@@ -22,7 +22,7 @@ from hermes_nb.api.construct import (
     zeros_like,
 )
 from hermes_nb.api.contractions import tensordot, vecdot
-from hermes_nb.api.creation import arange, asarray, from_numpy, full, ones, zeros
+from hermes_nb.api.creation import arange, asarray, from_dlpack, from_numpy, full, ones, zeros
 from hermes_nb.api.devices import devices
 from hermes_nb.api.dtype_functions import can_cast, finfo, iinfo, isdtype, result_type
 from hermes_nb.api.elementwise import (  # array-API elementwise functions
@@ -235,6 +235,7 @@ __all__ = [
     "float64",
     "floor",
     "floor_divide",
+    "from_dlpack",
     "from_numpy",
     "full",
     "full_like",

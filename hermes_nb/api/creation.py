@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from hermes_nb.api import dlpack
 from hermes_nb.api.cluster_input import from_cluster
 from hermes_nb.api.graph import make_node
-from hermes_nb.api.namespace_info import DeviceLike, on_device
+from hermes_nb.api.namespace_info import DeviceLike, device_id, on_device
 from hermes_nb.api.tensor import Tensor
 from hermes_nb.ir import dtypes
 from hermes_nb.ir.node import BORROWED
@@ -100,10 +101,14 @@ def asarray(obj: Any, dtype: object = None, *, copy: bool | None = None) -> Tens
         array = np.asarray(obj, dtype=want or default)
     elif isinstance(obj, (list, tuple)):
         array = _from_sequence(obj, want)
+    elif hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        return _from_producer(obj, want, copy)
+    elif hasattr(obj, "__array__"):
+        return _array_as(np.asarray(obj), want, copy)
     else:
         kind = "complex values are not supported (Hermes has no complex dtype)" \
-            if isinstance(obj, complex) else "expected a Tensor, NumPy array, nested list " \
-            "or tuple of numbers, or a real number"
+            if isinstance(obj, complex) else "expected a Tensor, an array (NumPy, PyTorch, " \
+            "JAX, CuPy, ...), a nested list or tuple of numbers, or a real number"
         raise TypeError(f"asarray: cannot make a tensor from {_short(obj)} "
                         f"({type(obj).__name__}): {kind}")
     if copy is False:
@@ -111,10 +116,51 @@ def asarray(obj: Any, dtype: object = None, *, copy: bool | None = None) -> Tens
     return from_numpy(np.asarray(array), op="asarray")
 
 
-def _copy_flag(copy: object) -> bool | None:
+def _copy_flag(copy: object, op: str = "asarray") -> bool | None:
     if copy is not None and not isinstance(copy, (bool, np.bool_)):
-        raise TypeError(f"asarray: copy must be True, False or None, got {copy!r}")
+        raise TypeError(f"{op}: copy must be True, False or None, got {copy!r}")
     return None if copy is None else bool(copy)
+
+
+def from_dlpack(x: Any, /, *, device: DeviceLike = None, copy: bool | None = None) -> Tensor:
+    """A tensor of ``x``'s data, read through DLPack (``x.__dlpack__``): a NumPy, PyTorch,
+    JAX or CuPy array, or anything else that exports DLPack.
+
+    Host data (``x.__dlpack_device__()`` is the CPU) is read in place, like a NumPy array
+    given to :func:`asarray`: no copy, a read-only view read at each compute (Hermes never
+    writes into it). CUDA data becomes a tensor computed on ``cuda:N`` holding ``x``'s device
+    memory, with no trip through the host; the producer orders its pending work before the
+    stream Hermes runs on. ``copy=True`` takes a snapshot; ``copy=False`` raises
+    ``ValueError`` where a copy is needed (strided data, a change of device); ``device``
+    pins the tensor to a Hermes device. The libraries are never imported by Hermes.
+
+    >>> import numpy as np, hermes_nb as hm
+    >>> a = np.arange(4.0)
+    >>> t = hm.from_dlpack(a)
+    >>> (t * 2).numpy().tolist()
+    [0.0, 2.0, 4.0, 6.0]
+    >>> np.from_dlpack(t.compute()).flags.writeable  # a tensor is exported read-only
+    False
+    """
+    copy = _copy_flag(copy, "from_dlpack")
+    if not isinstance(x, Tensor) and not hasattr(x, "__dlpack__"):
+        raise TypeError(f"from_dlpack: {type(x).__name__} does not export DLPack "
+                        "(it has no __dlpack__); hm.asarray reads NumPy-like arrays")
+    wanted = device_id(device, "from_dlpack")
+    with on_device(device, "from_dlpack"):
+        tensor = x if isinstance(x, Tensor) else _from_producer(x, None, copy)
+    if wanted is not None and tensor.device != wanted:
+        if copy is False:
+            _refuse_copy(f"a tensor on {tensor.device}", f"moving it to {wanted}")
+        tensor = tensor.to(wanted)
+    return tensor
+
+
+def _from_producer(obj: Any, want: np.dtype | None, copy: bool | None) -> Tensor:
+    """A tensor from a DLPack producer (PyTorch, JAX, CuPy, ...): in place where it can be."""
+    if dlpack.producer_device(obj)[0] == dlpack.DLDeviceType.CUDA:
+        return _tensor_as(dlpack.cuda_tensor(obj, copy), want, copy)
+    return _array_as(dlpack.host_array(obj), want, copy)
 
 
 def _refuse_copy(what: str, why: str) -> None:

@@ -11,7 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb.api import creation, elementwise, linalg, manipulation, namespace_info, reductions
+from hermes_nb.api import (
+    creation,
+    dlpack,
+    elementwise,
+    linalg,
+    manipulation,
+    namespace_info,
+    numpy_dispatch,
+    reductions,
+)
 from hermes_nb.api import random as api_random
 from hermes_nb.api.tensor import Tensor
 
@@ -104,6 +113,47 @@ def _to_device(self: Tensor, device: str | Any, /, *, stream: None = None) -> Te
     return self.to(namespace_info.device_id(device, "to_device"))
 
 
+# ---- exchange with NumPy and other libraries ------------------------------------------
+def _dlpack(self: Tensor, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+            dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+    """The DLPack capsule of this tensor's value (computed first if lazy), for
+    ``np.from_dlpack(t)``, ``torch.from_dlpack(t)``, ``torch.as_tensor(t)``.
+
+    On the host (``cpu:0``; OpenCL sharing host memory) it is the value's own memory, no
+    copy, flagged read-only for consumers of DLPack >= 1.0 (``max_version=(1, 0)``: NumPy
+    >= 2.1 then gives a read-only array; PyTorch, which has no read-only tensors, ignores the
+    flag). An older consumer gets a copy (``copy=False`` raises ``BufferError``). On
+    ``cuda:N`` it is CuPy's capsule of the device buffer, ``stream`` waiting for the kernels
+    that made it. See :mod:`hermes_nb.api.dlpack`.
+    """
+    return dlpack.export(self, stream=stream, max_version=max_version, dl_device=dl_device,
+                         copy=copy)
+
+
+def _dlpack_device(self: Tensor) -> tuple[int, int]:
+    """``(2, N)`` (CUDA) for a tensor on or pinned to ``cuda:N``, else ``(1, 0)`` (host)."""
+    return dlpack.export_device(self)
+
+
+def _array_ufunc(self: Tensor, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any
+                 ) -> Any:
+    """NumPy ufuncs on tensors: ``np.exp(t)``, ``np.add(t, 1)``, ``a * t``, ``np.add.reduce``
+    build lazy Hermes ops where Hermes has them; any other ufunc, method or option is
+    **materialised**: NumPy computes it on the tensors' values and returns a NumPy array.
+    ``out=`` raises ``TypeError``. See :mod:`hermes_nb.api.numpy_dispatch`."""
+    return numpy_dispatch.array_ufunc(ufunc, method, *inputs, **kwargs)
+
+
+def _array_function(self: Tensor, func: Callable[..., Any], types: Sequence[type],
+                    args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """NumPy functions on tensors: ``np.sum``, ``np.mean``, ``np.where``, ``np.concatenate``,
+    ``np.transpose``, ... return lazy Tensors where Hermes has the op; any other function
+    (``np.sort``, ``np.median``, ``np.linalg.*``) is **materialised**: NumPy computes it on
+    the tensors' values and returns its NumPy result. ``out=`` raises ``TypeError``. See
+    :mod:`hermes_nb.api.numpy_dispatch`."""
+    return numpy_dispatch.array_function(func, types, args, kwargs)
+
+
 # ---- reductions ----------------------------------------------------------------------
 def _reduction(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     def reduce(self: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:
@@ -132,6 +182,8 @@ def _methods() -> dict[str, Any]:
         "__getitem__": _getitem, "T": property(_transposed), "reshape": _reshape,
         "mT": property(_matrix_transposed), "__array_namespace__": _array_namespace,
         "to_device": _to_device,
+        "__dlpack__": _dlpack, "__dlpack_device__": _dlpack_device,
+        "__array_ufunc__": _array_ufunc, "__array_function__": _array_function,
         "var": _spread(reductions.var), "std": _spread(reductions.std),
     }
     for name, fn in _REFLECTED.items():

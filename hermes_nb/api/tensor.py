@@ -37,8 +37,6 @@ class Tensor:
     """
 
     __slots__ = ("_node",)
-    # NumPy defers to our reflected operators instead of converting the tensor
-    __array_ufunc__ = None
 
     def __init__(self, node: Node) -> None:
         self._node = node
@@ -164,6 +162,10 @@ class Tensor:
 
     def __pos__(self) -> Tensor:
         return self
+
+    def __dask_tokenize__(self) -> str:
+        """Dask's token of a tensor: its node's key (the same graph, the same token)."""
+        return self._node.key
 
     # NumPy-style equality builds a tensor (methods installs ``==``), so hash by identity
     __hash__ = object.__hash__

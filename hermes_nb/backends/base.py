@@ -273,3 +273,15 @@ class Device(ABC):
     def memory_in_use(self) -> int:
         """Bytes held by this device's memory pool (0: not known)."""
         return 0
+
+    def export_dlpack(self, buffer: Any, **kwargs: Any) -> Any:
+        """A DLPack capsule of ``buffer`` in this device's memory (``kwargs``: ``stream``,
+        ``max_version``, ``copy`` as ``__dlpack__`` takes them), or None (the default): the
+        device's values are exported from the host (``to_host``)."""
+        return None
+
+    def import_dlpack(self, obj: Any, copy: bool | None) -> Any:
+        """A C-contiguous buffer of this device holding the DLPack producer ``obj``'s data in
+        place (a copy where ``copy`` is True or the data is strided; ``copy=False`` then
+        raises ``ValueError``), or None (the default): this device reads no DLPack data."""
+        return None

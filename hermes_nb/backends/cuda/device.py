@@ -123,3 +123,28 @@ class CUDADevice(Device):
     def memory_in_use(self) -> int:
         return int(self._cupy.get_default_memory_pool().used_bytes())
 
+    def export_dlpack(self, buffer: Any, **kwargs: Any) -> Any:
+        """CuPy's capsule, made on this device's thread, so CuPy makes the consumer's
+        ``stream`` wait for the stream Hermes' kernels ran on (no host synchronisation)."""
+        given = {k: v for k, v in kwargs.items() if v is not None}  # older CuPy: stream only
+
+        def export() -> Any:
+            with self._device:
+                return buffer.__dlpack__(**given)
+
+        return self.run(export)
+
+    def import_dlpack(self, obj: Any, copy: bool | None) -> Any:
+        """``cupy.from_dlpack`` on this device's thread: the producer orders its work before
+        the stream Hermes launches on."""
+        def read() -> Any:
+            with self._device:
+                array = self._cupy.from_dlpack(obj)
+                strided = not array.flags.c_contiguous
+                if copy is False and strided:
+                    raise ValueError("from_dlpack: copy=False, but the array is not "
+                                     "C-contiguous; pass copy=None to copy only when needed")
+                return self._cupy.array(array, order="C", copy=True) if copy or strided else array
+
+        return self.run(read)
+
