@@ -70,7 +70,17 @@ def offered_devices() -> list[Device]:
     found = devices()
     if not wanted:
         return found
+    unknown = [w for w in wanted if not any(w in (d.id, d.kind) for d in found)]
+    if unknown:
+        _warn_unknown(tuple(unknown), tuple(d.id for d in found))
     return [d for d in found if d.id == "cpu:0" or d.id in wanted or d.kind in wanted]
+
+
+@functools.cache
+def _warn_unknown(unknown: tuple[str, ...], found: tuple[str, ...]) -> None:
+    """Once per process: a name in ``HERMES_DEVICES`` that no device here has."""
+    log.warning("hermes: %s=%s names %s, which this process does not have (it has %s)",
+                ENV, os.environ.get(ENV), ", ".join(unknown), ", ".join(found))
 
 
 @functools.cache

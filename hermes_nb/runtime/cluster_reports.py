@@ -59,11 +59,15 @@ def report(run_id: int, run: profile.KernelRun, spec: Any, device_id: str) -> bo
     where = (getattr(task, "annotations", None) or {}).get(ANNOTATION)
     if not where:
         return False
-    worker.log_event(where, {
-        "run_id": run_id, "record": pickle.dumps(run), "worker": worker.address,
-        "host": local_host(), "device": device_id, "stable_id": stable_id(get_device(device_id)),
-        "clock": time.time() - time.perf_counter(), "nbytes": _nbytes(spec),
-    })
+    try:
+        worker.log_event(where, {
+            "run_id": run_id, "record": pickle.dumps(run), "worker": worker.address,
+            "host": local_host(), "device": device_id, "stable_id": stable_id(get_device(device_id)),
+            "clock": time.time() - time.perf_counter(), "nbytes": _nbytes(spec),
+        })
+    except Exception as exc:  # the kernel ran: a report that cannot be sent must not fail it
+        log.warning("hermes: could not report %s to its client: %s", spec.key, exc)
+        return False
     return True
 
 
