@@ -1,6 +1,6 @@
 """Views that outlive the page and the kernel, in a real JupyterLab driven in headless Chromium.
 
-- After a page reload, a view is the live widget again (BokehJS comes with the Hermes lab
+- After a page reload, and in a second tab, a view is the live widget again (BokehJS comes with the Hermes lab
   extension, not with a kernel's first output).
 - A saved notebook reopened after its kernel was shut down shows each view's saved picture,
   drawn by the lab extension from the output's static copy, without "model not found".
@@ -59,6 +59,18 @@ def test_views_render_live_after_a_reload(lab_page: LabPage):
     assert page.locator(".hermes-static-view").count() == 0, "the reloaded page shows copies, not the views"
     lab_page.screenshot("reloaded")
     assert_quiet(lab_page)
+
+    # a second tab on the same notebook joins its kernel and shows the live views too
+    tab = LabPage(page.context.new_page(), lab_page.server, lab_page.screenshots, lab_page.prefix + "-tab",
+                  console_errors=lab_page.console_errors, external_requests=lab_page.external_requests)
+    tab.page.on("console", lab_page._on_console)
+    tab.page.on("pageerror", lambda err: lab_page.console_errors.append(f"pageerror: {err}"))
+    open_notebook(tab.page, tab.server, "reload.ipynb")
+    for view in VIEWS:
+        assert_canvas_drawn(tab, view)
+    assert tab.page.locator(".hermes-static-view").count() == 0
+    tab.screenshot("new-tab")
+    assert_quiet(tab)
 
 
 def test_a_reopened_notebook_shows_the_saved_pictures(lab_page: LabPage):
