@@ -116,31 +116,38 @@ def _idle() -> bool:
 
 def _loop() -> None:
     while True:
-        scheduler, spec, decision, device = _jobs.get()
+        job = _jobs.get()
+        scheduler, spec, decision, device = job
+        done = True
         try:
             while not _idle():
                 time.sleep(IDLE_POLL_S)
-            _explore(scheduler, spec, decision, device)
+            done = _explore(scheduler, spec, decision, device)
         except Exception as exc:  # a device that cannot run it is the foreground's to find out
             log.debug("hermes: background calibration of %s on %s failed: %s", spec.op,
                       device, exc)
-        finally:
-            scheduler.release_runs(decision.kernel, device, scheduler.calibration_runs)
-            with _lock:
-                _pending.discard((decision.kernel.signature, device))
+        if not done:  # interrupted by the user's next run: the rest when idle again
+            _jobs.put(job)
+            continue
+        scheduler.release_runs(decision.kernel, device, scheduler.calibration_runs)
+        with _lock:
+            _pending.discard((decision.kernel.signature, device))
 
 
-def _explore(scheduler: Scheduler, spec: OpSpec, decision: Decision, device_id: str) -> None:
+def _explore(scheduler: Scheduler, spec: OpSpec, decision: Decision, device_id: str) -> bool:
+    """Time the kernel on ``device_id`` until the pair is calibrated; False when a run of
+    the user's began first (what was timed is kept)."""
     device = get_device(device_id)
     spec = replace(spec, device=device_id, key=f"{spec.key}@calibration")
     buffers = [device.run(device.from_host, np.zeros(s, d))
                for s, d in zip(spec.in_shapes, spec.in_dtypes)]
-    for _ in range(scheduler.calibration_runs):
-        if not _idle():  # the user's next run goes first; what was timed is kept
-            return
+    while scheduler.model.runs(decision.kernel.signature, device_id) < scheduler.calibration_runs:
+        if not _idle():
+            return False
         seconds = device.run(_timed_run, device, spec, buffers)
         scheduler.observe(decision.kernel, device_id, seconds)
     log.debug("hermes: calibrated %s on %s in the background", spec.op, device_id)
+    return True
 
 
 def _timed_run(device: object, spec: OpSpec, buffers: list[object]) -> float:
