@@ -10,9 +10,13 @@ Neither may log a console error or fetch anything from outside 127.0.0.1.
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
+
 import pytest
 from lab_harness import (
     LabPage,
+    LabServer,
     open_notebook,
     save_notebook,
     stderr_outputs,
@@ -42,6 +46,35 @@ def assert_quiet(lab: LabPage) -> None:
     assert "model not found" not in lab.page.locator(".jp-NotebookPanel").first.inner_text()
     assert unexpected_console_errors(lab) == []
     assert lab.external_requests == []
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None  # a redirect (to the login page) is the answer itself
+
+
+def _fetch(server: LabServer, path: str, token: bool) -> tuple[int, bytes]:
+    req = urllib.request.Request(server.url + path)
+    if token:
+        req.add_header("Authorization", f"token {server.token}")
+    try:
+        with urllib.request.build_opener(_NoRedirect).open(req, timeout=10) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, b""
+
+
+def test_bokehjs_is_served_only_with_the_token(lab_server: LabServer):
+    from bokeh import __version__
+
+    for name in ("bokeh", "bokeh-gl", "bokeh-widgets", "bokeh-tables"):
+        path = f"hermes/bokeh/js/{name}.min.js"
+        assert _fetch(lab_server, path, token=False)[0] in (302, 403), path  # to the login page
+        status, body = _fetch(lab_server, path, token=True)
+        assert status == 200 and len(body) > 10_000, path
+    assert __version__.encode() in _fetch(lab_server, "hermes/bokeh/js/bokeh.min.js", token=True)[1]
+    for other in ("hermes/bokeh/js/bokeh.js", "hermes/bokeh/js/../../__init__.py", "hermes/bokeh/"):
+        assert _fetch(lab_server, other, token=True)[0] in (302, 404), other  # nothing else is served
 
 
 def test_views_render_live_after_a_reload(lab_page: LabPage):
