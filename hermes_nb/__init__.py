@@ -282,6 +282,7 @@ __all__ = [
     "not_equal",
     "ones",
     "ones_like",
+    "onnx",
     "options",
     "permute_dims",
     "persist",

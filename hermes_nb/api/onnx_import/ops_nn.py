@@ -11,9 +11,15 @@ import numpy as np
 from hermes_nb.api import elementwise as ew
 from hermes_nb.api.creation import asarray
 from hermes_nb.api.linalg import matmul
-from hermes_nb.api.manipulation import reshape, stack
+from hermes_nb.api.manipulation import concat, permute_dims, reshape
 from hermes_nb.api.onnx_import.table import Inputs, OnnxNode, OpSpec, check_choice, spec
-from hermes_nb.api.onnx_import.windows import check_window, geometry, pad, window_counts, windows
+from hermes_nb.api.onnx_import.windows import (
+    check_window,
+    geometry,
+    pad,
+    window_counts,
+    windows,
+)
 from hermes_nb.api.reductions import mean, var
 from hermes_nb.api.tensor import Tensor
 
@@ -28,7 +34,8 @@ def _spatial(n: OnnxNode, x: Tensor) -> tuple[int, ...]:
 
 
 def _conv(n: OnnxNode, ins: Inputs) -> list[Tensor]:
-    """im2col: the kernel offsets' strided slices stacked, one batched matmul per group."""
+    """im2col: the kernel offsets' strided slices concatenated along the channels, one
+    batched matmul per group against the weights reordered to match."""
     x, w = ins.tensor(0), ins.tensor(1)
     spatial = _spatial(n, x)
     groups = int(n.attr("group", 1))
@@ -40,14 +47,32 @@ def _conv(n: OnnxNode, ins: Inputs) -> list[Tensor]:
         raise ValueError(f"onnx: Conv {n.where()}: input channels {x.shape[1]}, weights "
                          f"{w.shape} and group={groups} do not agree")
     g = geometry(n, spatial, kernel)
-    k, cells = math.prod(kernel), math.prod(g.out)
-    cols = stack(windows(pad(x, g, 0), g), axis=2)           # (N, C, K, *out)
-    cols = reshape(cols, (x.shape[0], groups, cg * k, cells))
-    weights = reshape(w, (groups, m // groups, cg * k))
-    out = reshape(matmul(weights, cols), (x.shape[0], m, *g.out))
+    k, cells, batch = math.prod(kernel), math.prod(g.out), x.shape[0]
+    parts = windows(pad(x, g, 0), g)                          # K of (N, C, *out)
+    cols = parts[0] if k == 1 else concat(parts, axis=1)      # (N, K*C, *out), offset-major
+    if groups == 1:
+        cols = reshape(cols, (batch, 1, k * cg, cells))
+    else:
+        cols = reshape(cols, (batch, k, groups, cg, cells))
+        cols = reshape(permute_dims(cols, (0, 2, 1, 3, 4)), (batch, groups, k * cg, cells))
+    out = reshape(matmul(_conv_weights(ins, groups, k), cols), (batch, m, *g.out))
     if ins.present(2):
         out = ew.add(out, reshape(ins.tensor(2), (1, m) + (1,) * len(spatial)))
     return [out]
+
+
+def _conv_weights(ins: Inputs, groups: int, k: int) -> Tensor:
+    """Conv's (M, C/group, *kernel) weights as (group, M/group, K*C/group), offset-major like
+    the columns: reordered in NumPy when they are known, as Hermes ops when computed."""
+    w = ins.static(1)
+    source = ins.tensor(1) if w is None else w
+    m, cg = source.shape[0], source.shape[1]
+    grouped = (groups, m // groups, cg, k)
+    if w is not None:
+        return asarray(np.ascontiguousarray(w.reshape(grouped).transpose(0, 1, 3, 2))
+                       .reshape(groups, m // groups, k * cg))
+    return reshape(permute_dims(reshape(source, grouped), (0, 1, 3, 2)),
+                   (groups, m // groups, k * cg))
 
 
 def _lowest(dtype: np.dtype) -> float | int:
