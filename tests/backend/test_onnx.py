@@ -138,3 +138,60 @@ def test_inputs_by_name_and_checked() -> None:
         model(a, a.astype(np.float64))
     with pytest.raises(ValueError, match=r"expected shape \[1, 1, 4, 4\], got \[4, 4\]"):
         model(a, a[0, 0])
+
+
+def _old_and_new_forms(opset: int) -> Any:
+    """Clip, ReduceSum, Softmax and Reshape in the forms of ``opset``: attributes before
+    opsets 11 and 13, inputs (initializers and a Constant) from them on."""
+    from onnx import numpy_helper
+
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array(rng.normal(size=(3, 4)).astype(np.float32), "w")]
+    if opset >= 11:
+        inits += [numpy_helper.from_array(np.array(-0.5, np.float32), "lo"),
+                  numpy_helper.from_array(np.array(0.75, np.float32), "hi")]
+        clip = helper.make_node("Clip", ["a", "lo", "hi"], ["c"])
+    else:
+        clip = helper.make_node("Clip", ["a"], ["c"], min=-0.5, max=0.75)
+    if opset >= 13:
+        inits.append(numpy_helper.from_array(np.array([1], np.int64), "axes"))
+        reduce = helper.make_node("ReduceSum", ["s", "axes"], ["r"], keepdims=0)
+    else:
+        reduce = helper.make_node("ReduceSum", ["s"], ["r"], axes=[1], keepdims=0)
+    nodes = [
+        helper.make_node("Add", ["x", "w"], ["a"]), clip,
+        helper.make_node("Softmax", ["c"], ["s"], axis=1),
+        reduce,
+        helper.make_node("Constant", [], ["shape"],
+                         value=numpy_helper.from_array(np.array([0, -1], np.int64))),
+        helper.make_node("Reshape", ["s", "shape"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "forms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("r", TensorProto.FLOAT, None)], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=7)
+
+
+@pytest.mark.parametrize("opset", [9, 11, 13])
+def test_attribute_and_input_forms_match_onnxruntime(device: Any, opset: int) -> None:
+    proto = _old_and_new_forms(opset)
+    x = np.random.default_rng(6).normal(size=(2, 3, 4)).astype(np.float32)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, {"x": x})
+    got = _run(device, hm.onnx.load(proto), [x])
+    for g, e in zip(got, expected):
+        assert g.shape == e.shape
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+
+
+def test_lazy_tensor_inputs_and_import_needs_no_onnx() -> None:
+    model = hm.onnx.load(_one_node("Relu"))
+    x = hm.asarray(np.full((1, 1, 4, 4), -1.0, np.float32)) * -2.0
+    y = model(x)
+    assert not y.is_materialized and float(hm.sum(y)) == 32.0
+    import subprocess
+    import sys
+
+    code = "import sys, hermes_nb as hm; hm.onnx.SUPPORTED; assert 'onnx' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
