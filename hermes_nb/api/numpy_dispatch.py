@@ -142,7 +142,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> An
     try:
         return _lazy_ufunc(name, method, inputs, dict(kwargs))
     except _Materialise:
-        return getattr(ufunc, method)(*materialised(inputs), **kwargs)
+        return getattr(ufunc, method)(*materialised(inputs), **materialised(kwargs))
 
 
 def _lazy_ufunc(name: str, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]
