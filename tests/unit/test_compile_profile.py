@@ -152,3 +152,24 @@ def test_a_device_clearly_slower_after_one_run_is_not_calibrated_further() -> No
     sched.observe(K, "cuda:0", 1.5e-3)  # close to the best: still worth calibrating
     d = sched.decide(K, ["cpu:0", "opencl:0", "cuda:0"], policy="auto")
     assert d.device == "cuda:0" and d.calibrating
+
+
+def test_the_live_monitor_says_what_is_compiling() -> None:
+    pytest.importorskip("ipywidgets")
+    pytest.importorskip("jupyter_bokeh")
+    import hermes_nb as hm
+
+    monitor = hm.load_monitor(interval_s=0.05)
+    try:
+        recorder = CompileRecorder("k-3", "fused_stencil", "opencl:0")
+        with recording(recorder), building("stencil kernel"):
+            deadline = time.monotonic() + 10
+            while "compiling fused_stencil on opencl:0" not in monitor.status.value:
+                assert time.monotonic() < deadline, monitor.status.value
+                time.sleep(0.02)
+        deadline = time.monotonic() + 10
+        while "compiling" in monitor.status.value:  # gone once the build ends
+            assert time.monotonic() < deadline, monitor.status.value
+            time.sleep(0.02)
+    finally:
+        monitor.close()
