@@ -66,7 +66,8 @@ _bokehjs_loaded = False
 
 def load_bokehjs(force: bool = False) -> None:
     """Put BokehJS (inline: offline, no CDN) into the notebook page, once per kernel unless
-    ``force``; the views' front end calls into it."""
+    ``force``; the views' front end calls into it. A kernel started by a Jupyter server with
+    the Hermes extension skips it: that server's lab extension has put BokehJS in the page."""
     global _bokehjs_loaded
     if (_bokehjs_loaded or page_has_bokehjs()) and not force:
         return
