@@ -138,7 +138,7 @@ def _explore(scheduler: Scheduler, spec: OpSpec, decision: Decision, device_id: 
     """Time the kernel on ``device_id`` until the pair is calibrated; False when a run of
     the user's began first (what was timed is kept)."""
     device = get_device(device_id)
-    spec = replace(spec, device=device_id, key=f"{spec.key}@calibration")
+    spec = replace(spec, device=device_id, key=spec.key + profile.BACKGROUND_SUFFIX)
     buffers = [device.run(device.from_host, np.zeros(s, d))
                for s, d in zip(spec.in_shapes, spec.in_dtypes)]
     while scheduler.model.runs(decision.kernel.signature, device_id) < scheduler.calibration_runs:

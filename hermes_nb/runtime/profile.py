@@ -72,6 +72,10 @@ class TransferRun:
         return self.end - self.start
 
 
+#: ends the key of a kernel timed by background calibration (``runtime.explore``)
+BACKGROUND_SUFFIX = "@calibration"
+
+
 @dataclass(frozen=True)
 class CompileRun:
     """One build a kernel needed on a device before it ran (paid once per kernel and
@@ -93,7 +97,8 @@ class CompileRun:
     def label(self) -> str:
         """``"compiling fused_stencil on opencl:0"``."""
         verb = "compiling" if self.kind == "compile" else "self-testing"
-        return f"{verb} {self.op} on {self.device}"
+        where = " (background calibration)" if self.key.endswith(BACKGROUND_SUFFIX) else ""
+        return f"{verb} {self.op} on {self.device}{where}"
 
 
 class CompileRecorder:

@@ -173,3 +173,20 @@ def test_the_live_monitor_says_what_is_compiling() -> None:
             time.sleep(0.02)
     finally:
         monitor.close()
+
+
+def test_cupy_kernels_report_their_first_launch_as_the_build() -> None:
+    from hermes_nb.backends.cuda.first_launch import FirstLaunchTimed
+
+    launches: list[int] = []
+    kernel = FirstLaunchTimed(lambda n: launches.append(n) or n, "CUDA ElementwiseKernel")
+    recorder = CompileRecorder("k-4", "fused_elementwise", "cuda:0")
+    with recording(recorder):
+        assert kernel(1) == 1 and kernel(2) == 2
+    assert launches == [1, 2]
+    assert [e.what for e in recorder.events] == ["CUDA ElementwiseKernel"]  # the first only
+
+
+def test_background_builds_say_so() -> None:
+    event = CompileRun("k-5@calibration", "max", "opencl:0", "x", "compile", 0.0, 1.0)
+    assert event.label == "compiling max on opencl:0 (background calibration)"
