@@ -53,7 +53,8 @@ def _measured(profile: Profile | None) -> tuple[dict[str, str], dict[str, float]
 def placement(plan: Plan | Profile | None, profile: Profile | None = None) -> figure | Div:
     """The kernels of ``plan`` as boxes coloured by device, laid out left to right by depth,
     with an edge from each kernel input; hover for ops, output, traffic, device, why, and the
-    estimated vs measured time. Given a Profile, shows the graph that run executed."""
+    estimated vs measured time (the run's, its compile apart). Given a Profile, shows the
+    graph that run executed."""
     if isinstance(plan, Profile):
         plan, profile = plan.plan, plan
         if plan is None:
@@ -65,6 +66,10 @@ def placement(plan: Plan | Profile | None, profile: Profile | None = None) -> fi
     if not kernels:
         return message(EMPTY)
     ran_on, measured = _measured(profile)
+    compiled: dict[str, float] = {}
+    for c in profile.compile_events() if profile is not None else ():
+        kernel = c.key.split("[", 1)[0]
+        compiled[kernel] = compiled.get(kernel, 0.0) + c.seconds
     device = {k.name: ran_on.get(k.name, k.device) for k in kernels}
     pos = layout_positions(kernels)
     colors = device_colors(device.values())
@@ -83,6 +88,7 @@ def placement(plan: Plan | Profile | None, profile: Profile | None = None) -> fi
         "estimates": [fmt_estimates(k.estimates) for k in kernels],
         "estimate": [fmt_ms(k.estimates.get(k.device)) for k in kernels],
         "measured": [fmt_ms(measured.get(k.name)) for k in kernels],
+        "compile": [fmt_ms(compiled[k.name]) if k.name in compiled else "—" for k in kernels],
         "sources": [", ".join(i for i in k.inputs if i not in names) or "—" for k in kernels],
         "color": [colors[device[k.name]] for k in kernels],
     }, name="kernels")
@@ -110,7 +116,8 @@ def placement(plan: Plan | Profile | None, profile: Profile | None = None) -> fi
     fig.add_tools(HoverTool(renderers=[rects], tooltips=[
         ("kernel", "@name"), ("ops", "@ops"), ("output", "@dtype @shape"), ("traffic", "@bytes"),
         ("device", "@device"), ("estimated", "@estimate"), ("measured", "@measured"),
-        ("why", "@reason"), ("all estimates", "@estimates"), ("source inputs", "@sources"),
+        ("compile", "@compile"), ("why", "@reason"), ("all estimates", "@estimates"),
+        ("source inputs", "@sources"),
     ]))
     fig.axis.visible = False
     fig.grid.visible = False
