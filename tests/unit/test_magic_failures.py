@@ -130,5 +130,7 @@ def test_fuzzed_options_answer_fast_in_one_line(shell: InteractiveShell,
             refused += 1
         capsys.readouterr()
     assert refused > 200
-    assert slowest[0] < 0.05, f"{slowest[0] * 1e3:.0f} ms for {slowest[1][:60]!r}"
+    # a quadratic parse or suggestion on the 20000-character lines would take seconds; the
+    # bound leaves room for a loaded machine (typical: a few ms)
+    assert slowest[0] < 0.25, f"{slowest[0] * 1e3:.0f} ms for {slowest[1][:60]!r}"
     assert not os.path.exists("/proc/self/t.json")
