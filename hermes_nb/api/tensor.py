@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hermes_nb import runtime
+from hermes_nb import context, runtime
 from hermes_nb.api.graph import check_capability
 from hermes_nb.backends import get_device
 from hermes_nb.ir.node import Node, toposort
@@ -150,10 +150,14 @@ class Tensor:
         return self._scalar(int)
 
     def to(self, device: str | Device) -> Tensor:
-        """This tensor's value on ``device``, e.g. ``t.to("opencl:0")``."""
-        target = get_device(device)
-        check_capability("to", target.id, self.dtype, [self._node])
-        node = Node("to_device", (self._node,), self.shape, self.dtype, {}, target.id)
+        """This tensor's value on ``device``, e.g. ``t.to("opencl:0")``. With a
+        ``dask.distributed`` Client active, a device any worker has (or one worker's,
+        ``"tcp://host:port/opencl:0"``); one no worker has is a ``ValueError`` listing the
+        cluster's devices."""
+        target = context.device_info(device) if isinstance(device, str) else get_device(device)
+        where = device if isinstance(device, str) and "://" in device else target.id
+        check_capability("to", where, self.dtype, [self._node])
+        node = Node("to_device", (self._node,), self.shape, self.dtype, {}, where)
         return Tensor(node)
 
     def explain(self) -> Plan:

@@ -22,11 +22,12 @@ _inventories: dict[tuple[str, frozenset[str]], list[ClusterDevice]] = {}
 _last: dict[str, list[ClusterDevice]] = {}
 
 
-def setup(client: Any) -> list[ClusterDevice]:
+def setup(client: Any, *, fresh: bool = True) -> list[ClusterDevice]:
     """Install the device plugin on every worker of ``client``'s cluster (and on workers
-    that join later), subscribe to this client's kernel reports; the cluster's devices."""
+    that join later), subscribe to this client's kernel reports; the cluster's devices
+    (``fresh=False``: as last asked, see :func:`cluster_devices`)."""
     _install(client)
-    return cluster_devices(client)
+    return cluster_devices(client, fresh=fresh)
 
 
 def _install(client: Any) -> None:

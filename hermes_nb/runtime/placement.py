@@ -15,6 +15,7 @@ from hermes_nb.backends import Device, devices, get_device
 from hermes_nb.context import current_options
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import Kind, kind_of
+from hermes_nb.runtime.cluster_place import ClusterView, cluster_view
 from hermes_nb.runtime.coexec import MIN_ROWS_PER_TILE, Tile, split_axis
 from hermes_nb.scheduler import (
     Decision,
@@ -109,8 +110,12 @@ def place(outputs: list[Node], *, commit: bool = True) -> dict[int, Placement]:
     """A device for every node reachable from ``outputs`` (keyed by ``id(node)``).
 
     ``commit=False`` is a dry run for ``explain()``: no calibration slot or
-    round-robin turn is used up.
+    round-robin turn is used up. With a ``dask.distributed`` Client active, the candidates
+    are the cluster's devices (:func:`place_on_cluster`).
     """
+    cluster = cluster_view(fresh=False)
+    if cluster is not None:
+        return place_on_cluster(outputs, cluster, commit=commit)
     scheduler = default_scheduler()
     all_devices = devices()
     _measure_links(scheduler, all_devices)
@@ -134,4 +139,50 @@ def place(outputs: list[Node], *, commit: bool = True) -> dict[int, Placement]:
             continue
         wait[decision.device] = wait.get(decision.device, 0.0) + (decision.estimate_s or 0.0)
         placed[id(node)] = Placement(decision.device, decision)
+    return placed
+
+
+def place_on_cluster(outputs: list[Node], cluster: ClusterView, *,
+                     commit: bool = True) -> dict[int, Placement]:
+    """:func:`place` over a cluster's devices: each kernel's candidates are the cluster's
+    capable hardware, estimated by the scheduler under the names its history gives them
+    (the client's own device ids for the same hardware), with the time to move inputs
+    between workers (or machines) counted before the kernel can start there. A kernel
+    goes to its candidate's id, which becomes its task's resources."""
+    scheduler = default_scheduler()
+    here = devices()
+    _measure_links(scheduler, here)  # the client's hardware: its workers' links are alike
+    for c in cluster.candidates:
+        if c.kind == "cpu":  # host memory wherever it is
+            scheduler.transfers.set_shares_host_memory(c.model, True)
+    local = {d.id for d in here}
+    model_of = {c.id: c.model for c in cluster.candidates}
+    wait: dict[str, float] = {}
+    placed: dict[int, Placement] = {}
+    for node in toposort(outputs):
+        if node.op == "buffer":
+            placed[id(node)] = Placement(node.attrs["handle"].device, None)
+            continue
+        if node.op in ("constant", "random"):
+            placed[id(node)] = Placement(node.device or HOST, None)
+            continue
+        candidates = [c for c in cluster.candidates if c.capable(node)]
+        sources = [placed[id(i)].device for i in node.inputs]
+        inputs = [InputData(i.nbytes, on={model_of.get(s, s)})
+                  for i, s in zip(node.inputs, sources)]
+        start = {c.model: wait.get(c.model, 0.0)
+                 + sum(cluster.network_s(c, i.nbytes, s) for i, s in zip(node.inputs, sources))
+                 for c in candidates}
+        pin = cluster.pinned(node.device) if node.device is not None else None
+        decision = scheduler.decide(kernel_info_of(node), [c.model for c in candidates],
+                                    pinned=pin.model if pin else node.device, inputs=inputs,
+                                    wait_s=start, commit=commit)
+        here_ids = [c.id for c in candidates if c.model == c.id and c.id in local]
+        tiles = _tiles(node, decision, here_ids, scheduler, inputs, start) if commit else ()
+        if tiles:
+            placed[id(node)] = Placement(HOST, decision, tiles)
+            continue
+        wait[decision.device] = wait.get(decision.device, 0.0) + (decision.estimate_s or 0.0)
+        device = node.device or next(c.id for c in candidates if c.model == decision.device)
+        placed[id(node)] = Placement(device, decision)
     return placed

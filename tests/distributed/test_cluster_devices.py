@@ -199,3 +199,80 @@ def test_the_progress_bar_counts_the_kernels_run_on_workers(client) -> None:
     profile = last_profile()
     assert profile.plan is not None and len(profile.plan.kernels) == 4
     assert profile.on_kernel.count == profile.on_kernel.total == 4
+
+
+# a client process without OpenCL places unpinned kernels on the workers' opencl:0 once its
+# model predicts it faster, fuses for it, and moves tensors there with to()
+CLIENT_AUTO = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import distributed
+    import hermes_nb as hm
+    from hermes_nb.compiler import optimize
+    from hermes_nb.runtime import compile_target
+    from hermes_nb.runtime.cluster_place import cluster_view
+    from hermes_nb.runtime.profile import last_profile
+    from hermes_nb.scheduler import default_scheduler, kernel_info_of
+
+    assert [d.id for d in hm.devices()] == ["cpu:0"], hm.devices()
+    x = np.linspace(-1, 1, 600, dtype=np.float32).reshape(20, 30)
+
+    def chain():
+        return hm.tanh(hm.exp(hm.asarray(x)) * 2.0 - 1.0) + 0.5
+
+    expected = np.tanh(np.exp(x) * 2 - 1) + 0.5
+    with distributed.Client(sys.argv[1]):
+        (opencl,) = [c for c in cluster_view().candidates if c.kind == "opencl"]
+        assert opencl.model != "opencl:0", opencl  # not the client's hardware: its stable id
+        (root,) = optimize([chain().node], compile_target())
+        kernel, scheduler = kernel_info_of(root), default_scheduler()
+        for _ in range(scheduler.calibration_runs):  # the history: opencl far faster
+            scheduler.observe(kernel, opencl.model, 1e-7)
+            scheduler.observe(kernel, "cpu:0", 1.0)
+        np.testing.assert_allclose(chain().numpy(), expected, rtol=1e-5, atol=1e-6)
+        print("auto ran", [k.device for k in last_profile().kernels])
+        with hm.device("opencl:0"):
+            pinned = chain()
+        np.testing.assert_allclose(pinned.numpy(), expected, rtol=1e-5, atol=1e-6)
+        print("pinned ran", [k.device for k in last_profile().kernels])
+        moved = hm.asarray(x).to("opencl:0") * 3.0
+        np.testing.assert_allclose(moved.numpy(), x * 3, rtol=1e-6)
+        print("to ran", sorted({k.device for k in last_profile().kernels}))
+""")
+
+
+@pytest.mark.parametrize("_", [pytest.param(None, marks=needs_opencl)])
+def test_unpinned_kernels_go_to_a_device_only_the_workers_have(cluster, workers, tmp_path, _) -> None:
+    env = {**os.environ, "OCL_ICD_VENDORS": str(tmp_path)}  # no drivers: no OpenCL here
+    done = subprocess.run([sys.executable, "-c", CLIENT_AUTO, cluster.scheduler_address],
+                          env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    there = f"{workers['full']}/opencl:0"
+    assert f"auto ran ['{there}']" in done.stdout, done.stdout  # one fused kernel, there
+    assert f"pinned ran ['{there}']" in done.stdout, done.stdout  # fused for it too
+    assert f"to ran ['{there}']" in done.stdout, done.stdout
+
+
+def test_to_a_device_no_worker_has_names_what_the_cluster_has(client, workers) -> None:
+    with pytest.raises(ValueError) as info:
+        hm.asarray(X).to("cuda:7")
+    message = str(info.value)
+    assert "no worker has cuda:7" in message and "; the cluster has: tcp://" in message
+    assert f"{workers['cpu-only']}/cpu:0 (" in message
+    moved = hm.asarray(X).to(f"{workers['cpu-only']}/cpu:0") + 1.0
+    np.testing.assert_allclose(moved.numpy(), X + 1, rtol=1e-6)
+    assert {k.device for k in last_profile().kernels} == {f"{workers['cpu-only']}/cpu:0"}
+
+
+def test_unpinned_kernels_are_placed_over_the_clusters_devices(client, workers) -> None:
+    from hermes_nb.runtime.cluster_place import cluster_view
+
+    view = cluster_view()
+    assert view is not None
+    offered = {d.id for d in hm.devices(cluster=True)}
+    assert {c.id for c in view.candidates} == offered  # this machine's hardware, by id
+    assert {c.model for c in view.candidates} == offered  # the client's own model pairs
+    cpu = next(c for c in view.candidates if c.id == "cpu:0")
+    assert cpu.workers == frozenset(workers.values())
+    plan = _graph(hm.asarray(X)).explain()
+    assert all(k.device in offered for k in plan.kernels), plan
