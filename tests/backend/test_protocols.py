@@ -5,6 +5,8 @@ op and compute NumPy's result where it does not, and ``out=`` is refused."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from typing import Any
 
 import dask.base
@@ -13,9 +15,9 @@ import pytest
 
 import hermes_nb as hm
 
-TORCH_REASON = ("the PyTorch exchange tests need torch (CPU wheel: pip install torch "
-                "--index-url https://download.pytorch.org/whl/cpu); it is not in the test extra: "
-                "PyPI's Linux wheel brings gigabytes of CUDA libraries")
+TORCH_REASON = ("the PyTorch exchange tests need torch (its CPU wheel: pip install torch "
+                "--extra-index-url https://download.pytorch.org/whl/cpu, as .ci/run does); it "
+                "is not in the test extra: PyPI's Linux wheel brings gigabytes of CUDA libraries")
 
 
 def _data(shape: tuple[int, ...] = (6, 5), seed: int = 0) -> np.ndarray:
@@ -154,6 +156,11 @@ def test_dask_tokenize_is_the_node_key() -> None:
 
 # ---- PyTorch -------------------------------------------------------------------------------
 def _torch() -> Any:
+    """torch, or a skip; with ``CI`` set (``.ci/run`` installs the CPU wheel) a failure."""
+    if importlib.util.find_spec("torch") is None and \
+            os.environ.get("CI", "").lower() not in ("", "0", "false"):
+        pytest.fail(f"CI runs the PyTorch exchange tests, but torch is missing: {TORCH_REASON}",
+                    pytrace=False)
     return pytest.importorskip("torch", reason=TORCH_REASON)
 
 
