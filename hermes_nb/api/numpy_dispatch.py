@@ -180,7 +180,7 @@ def array_function(func: Callable[..., Any], types: Sequence[type], args: tuple[
     adapter = lazy_functions().get(func)
     if adapter is not None:
         try:
-            inspect.signature(adapter).bind(*args, **kwargs)
+            _signature(adapter).bind(*args, **kwargs)
         except TypeError:  # a NumPy option the adapter does not take
             adapter = None
     if adapter is not None:
@@ -189,6 +189,9 @@ def array_function(func: Callable[..., Any], types: Sequence[type], args: tuple[
         except _Materialise:
             pass
     return func(*materialised(args), **materialised(kwargs))
+
+
+_signature = cache(inspect.signature)
 
 
 # ---- adapters: NumPy's parameter names, Hermes' functions ------------------------------

@@ -197,6 +197,19 @@ def test_asarray_and_from_dlpack_read_torch_in_place(device: Any) -> None:
         hm.asarray(source.clone().requires_grad_())
 
 
+def test_jax_arrays_go_both_ways(device: Any) -> None:
+    jnp = pytest.importorskip("jax.numpy", reason="the JAX exchange test needs jax (not in "
+                              "the test extra; pip install jax)")
+    source = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
+    with hm.device(device):
+        t = hm.asarray(source)
+    assert t.node.attrs["value"].ctypes.data == source.unsafe_buffer_pointer()  # in place
+    np.testing.assert_array_equal((t * 2).numpy(), np.asarray(source) * 2)
+    if device.kind != "cuda":  # a CPU build of JAX reads host memory only
+        back = jnp.from_dlpack(_computed(device, np.asarray(source)))
+        np.testing.assert_array_equal(np.asarray(back), np.asarray(source))
+
+
 # ---- NumPy calls on tensors ----------------------------------------------------------------
 A = _data((4, 5), seed=1)
 B = _data((4, 5), seed=2)
