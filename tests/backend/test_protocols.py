@@ -282,6 +282,24 @@ def test_metadata_functions_compute_nothing() -> None:
 
 
 # ---- CUDA (CuPy) -----------------------------------------------------------------------------
+class _CudaProducer:
+    """A DLPack producer that says its data is on CUDA device 7."""
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        raise AssertionError("Hermes must not read CUDA data without a cuda device")
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (2, 7)
+
+
+def test_cuda_data_needs_a_cuda_device() -> None:
+    if any(d.id == "cuda:7" for d in hm.devices()):
+        pytest.skip("this machine has a cuda:7")
+    for make in (hm.from_dlpack, hm.asarray):
+        with pytest.raises(BufferError, match="cuda:7"):
+            make(_CudaProducer())
+
+
 @pytest.mark.gpu
 def test_cupy_exchange_without_a_host_trip(cuda_device: Any) -> None:
     cupy = pytest.importorskip("cupy", reason="needs CuPy for the cuda exchange")

@@ -126,11 +126,16 @@ class CUDADevice(Device):
     def export_dlpack(self, buffer: Any, **kwargs: Any) -> Any:
         """CuPy's capsule, made on this device's thread, so CuPy makes the consumer's
         ``stream`` wait for the stream Hermes' kernels ran on (no host synchronisation)."""
-        given = {k: v for k, v in kwargs.items() if v is not None}  # older CuPy: stream only
+        given = {k: v for k, v in kwargs.items() if v is not None}
 
         def export() -> Any:
             with self._device:
-                return buffer.__dlpack__(**given)
+                try:
+                    return buffer.__dlpack__(**given)
+                except TypeError:  # a CuPy before DLPack 1.0 takes the stream only
+                    if kwargs.get("copy") or kwargs.get("max_version") is None:
+                        raise
+                    return buffer.__dlpack__(stream=kwargs.get("stream"))
 
         return self.run(export)
 
