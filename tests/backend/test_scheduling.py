@@ -3,6 +3,9 @@ explains its choice, and moves a failing kernel to another device."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -74,7 +77,31 @@ def test_failure_everywhere_names_every_device(fresh_scheduler, monkeypatch):
         assert f"injected on {dev.id}" in message
 
 
-def test_auto_learns_to_put_matmul_on_the_cpu(fresh_scheduler):
+@pytest.fixture
+def one_blas_thread():
+    """NumPy's OpenBLAS on one thread for the test. With its pool of one thread per core,
+    a 256² matmul takes 0.16 ms while the cores are free but 5-70 ms whenever another
+    process holds one of them (the pool's threads wait for each other): on a loaded
+    2-core machine two of cpu:0's three calibration runs could be such stalls, and its
+    estimate then lost to opencl:0's. One thread takes 0.3 ms, loaded or not."""
+    import ctypes
+
+    maps = Path("/proc/self/maps").read_text(encoding="utf-8") if sys.platform == "linux" else ""
+    paths = sorted({line.split()[-1] for line in maps.splitlines() if "openblas" in line.lower()})
+    calls = [(getattr(lib, f"{prefix}get_num_threads{suffix}"),
+              getattr(lib, f"{prefix}set_num_threads{suffix}"))
+             for lib in map(ctypes.CDLL, paths)
+             for prefix in ("scipy_openblas_", "openblas_") for suffix in ("64_", "")
+             if hasattr(lib, f"{prefix}set_num_threads{suffix}")]
+    before = [get() for get, _ in calls]
+    for _, set_threads in calls:
+        set_threads(1)
+    yield
+    for (_, set_threads), n in zip(calls, before):
+        set_threads(n)
+
+
+def test_auto_learns_to_put_matmul_on_the_cpu(fresh_scheduler, one_blas_thread):
     _opencl()
     a = hm.Tensor.random((256, 256), seed=1).compute()
     b = hm.Tensor.random((256, 256), seed=2).compute()
