@@ -509,6 +509,7 @@ def serial(program: Program) -> bool:
     return len(program.instrs) > PARALLEL_MAX_INSTRS
 
 
+@functools.lru_cache(maxsize=1024)  # asked at each compute; rendering costs ~0.1 ms
 def supports(program: Program) -> bool:
     """Whether this generator renders every instruction of ``program``."""
     try:

@@ -20,6 +20,12 @@ def origin(node: Node) -> tuple[str, ...]:
     return _origin.get(node, (node.key,))
 
 
+def set_origin(node: Node, keys: tuple[str, ...]) -> None:
+    """Record that ``node`` computes the pre-fusion nodes ``keys`` (a graph rebuilt from a
+    cached optimisation names its kernels as the optimisation did)."""
+    _origin[node] = keys
+
+
 def rebuild(outputs: list[Node], replace: Callable[[Node, tuple[Node, ...]], Node | None],
             mapped: dict[int, Node] | None = None, *, track: bool = False) -> list[Node]:
     """Visit nodes inputs-first; ``replace(node, new_inputs)`` returns a substitute or None.

@@ -81,26 +81,28 @@ def content_key(node: Node) -> str:
         return f"hermes-{node.op}-{uuid.uuid4().hex}"
     parts = (node.op, node.shape, node.dtype.str, node.attrs, node.device,
              tuple(i.key for i in node.inputs))
-    token = _plain_token(parts) if _is_plain(node.attrs) else tokenize(*parts)
+    token = plain_token(parts) if is_plain(node.attrs) else tokenize(*parts)
     return f"hermes-{node.op}-{token}"
 
 
 _PLAIN = (bool, int, float, str, type(None), np.dtype, Program, StencilProgram)
 
 
-def _is_plain(value: Any) -> bool:
+def is_plain(value: Any) -> bool:
     """Whether ``value`` holds only values whose pickle is the same in every process (no
     large arrays, sets or objects of unknown pickling)."""
+    if isinstance(value, _PLAIN):
+        return True
     if isinstance(value, dict):
-        return all(isinstance(k, str) and _is_plain(v) for k, v in value.items())
+        return all(isinstance(k, str) and is_plain(v) for k, v in value.items())
     if isinstance(value, tuple):
-        return all(_is_plain(v) for v in value)
+        return all(is_plain(v) for v in value)
     if isinstance(value, np.ndarray):  # a scalar's 0-d array; big ones hash faster by Dask
         return value.size <= 64 and value.dtype.kind in "biuf"
-    return isinstance(value, _PLAIN)
+    return False
 
 
-def _plain_token(parts: tuple[Any, ...]) -> str:
+def plain_token(parts: tuple[Any, ...]) -> str:
     """The token of plain values by hashing their pickle: a fused node's attributes take
     Dask's ``tokenize`` ~30 µs to walk, and optimising a graph keys every node it makes."""
     return hashlib.blake2b(pickle.dumps(parts, protocol=5), digest_size=16).hexdigest()

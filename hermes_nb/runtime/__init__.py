@@ -12,12 +12,12 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-import dask.core
+import dask.local
 import dask.threaded
 
 from hermes_nb.backends import devices, get_device
 from hermes_nb.ir.node import Node, is_borrowed, toposort
-from hermes_nb.runtime import profile
+from hermes_nb.runtime import graph_cache, profile
 from hermes_nb.runtime.cluster import check_cluster, killed_worker_error
 from hermes_nb.runtime.cluster_data import for_cluster, kept
 from hermes_nb.runtime.cluster_run import cluster_get
@@ -54,12 +54,11 @@ def execute(outputs: Sequence[Node], *, persist: bool = False) -> list[Resident]
     """Run the graph behind ``outputs`` once and return their values. ``persist``: with a
     Client active, the values stay on the workers (:class:`~hermes_nb.runtime.remote.Remote`
     handles); without one it changes nothing."""
-    from hermes_nb.compiler import optimize
     from hermes_nb.context import current_options
 
     if all(n.op == "buffer" for n in outputs):  # already computed: nothing runs, no profile
         return [n.attrs["handle"] for n in outputs]
-    optimized = optimize(list(outputs), compile_target(), fuse=current_options().fuse)
+    optimized = graph_cache.optimized(list(outputs), compile_target(), current_options())
     placed = place(optimized)
     if _debug_level() >= 2:
         _print_schedule(optimized, placed)
@@ -74,7 +73,7 @@ def execute(outputs: Sequence[Node], *, persist: bool = False) -> list[Resident]
         if client is not None:
             results = _run_on_cluster(client, graph, keys, optimized, persist=persist)
         elif _runs_on_caller(placed):
-            results = dask.core.get(graph, keys)  # Dask's plainest executor: least overhead
+            results = dask.local.get_sync(graph, keys)
         else:
             # each task blocks while its device's own thread runs it, so one Dask
             # thread per device lets tasks on different devices overlap
