@@ -51,7 +51,7 @@ def cluster_devices(client: Any, *, fresh: bool = True) -> list[ClusterDevice]:
     address = str(client.scheduler.address)
     if not fresh and address in _last:
         return _last[address]
-    workers = frozenset(client.scheduler_info()["workers"])
+    workers = _worker_addresses(client)
     found = _inventories.get((address, workers))
     if found is None:
         answers = client.run(published)
@@ -62,6 +62,15 @@ def cluster_devices(client: Any, *, fresh: bool = True) -> list[ClusterDevice]:
             _inventories[(address, workers)] = found
     _last[address] = found
     return found
+
+
+def _worker_addresses(client: Any) -> frozenset[str]:
+    """Every worker's address (newer ``distributed`` lists only 5 unless asked for all)."""
+    try:
+        info = client.scheduler_info(n_workers=-1)
+    except TypeError:  # a version without the argument lists them all
+        info = client.scheduler_info()
+    return frozenset(info["workers"])
 
 
 def describe(found: Iterable[ClusterDevice]) -> str:

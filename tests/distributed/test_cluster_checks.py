@@ -15,11 +15,16 @@ from hermes_nb.runtime.cluster import check_cluster
 
 distributed = pytest.importorskip("distributed")
 
+#: no dashboard, and the scheduler's HTTP server (started regardless) on a free loopback
+#: port: by default it tries 8787 first, and when another process holds that port the
+#: failed bind leaves an unclosed socket, a ResourceWarning (an error in this suite)
+QUIET_HTTP = {"dashboard_address": "127.0.0.1:0", "scheduler_kwargs": {"dashboard": False}}
+
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[distributed.Client]:
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=None)
+                                       host="127.0.0.1", **QUIET_HTTP)
     try:
         with distributed.Client(cluster) as c:
             yield c
@@ -62,7 +67,7 @@ def test_a_killed_worker_names_the_op_shapes_and_worker() -> None:
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                           host="127.0.0.1", dashboard_address=None)
+                                           host="127.0.0.1", **QUIET_HTTP)
         try:
             with distributed.Client(cluster) as c:
                 c.run(_die_in_execute)

@@ -43,7 +43,8 @@ def cluster() -> Iterator[distributed.SpecCluster]:
     spec = distributed.SpecCluster(
         workers={"cpu-only": worker({"HERMES_DEVICES": "cpu"}), "full": worker({})},
         scheduler={"cls": distributed.Scheduler,
-                   "options": {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}})
+                   "options": {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0",
+                               "dashboard": False}})
     try:
         yield spec
     finally:

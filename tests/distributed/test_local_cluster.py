@@ -15,6 +15,11 @@ import pytest
 import hermes_nb as hm
 
 distributed = pytest.importorskip("distributed")
+
+#: no dashboard, and the scheduler's HTTP server (started regardless) on a free loopback
+#: port: by default it tries 8787 first, and when another process holds that port the
+#: failed bind leaves an unclosed socket, a ResourceWarning (an error in this suite)
+QUIET_HTTP = {"dashboard_address": "127.0.0.1:0", "scheduler_kwargs": {"dashboard": False}}
 cv2 = pytest.importorskip("cv2")
 
 RNG = np.random.default_rng(1234)
@@ -92,7 +97,7 @@ def client(request: pytest.FixtureRequest, baseline) -> Iterator[distributed.Cli
         # without processes, distributed defaults to its in-process transport, whose
         # addresses cannot carry a host; TCP on loopback works for both kinds
         protocol="tcp://",
-        dashboard_address=None,
+        **QUIET_HTTP,
     )
     try:
         with distributed.Client(cluster) as c:

@@ -13,6 +13,11 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+#: no dashboard, and the scheduler's HTTP server (started regardless) on a free loopback
+#: port: by default it tries 8787 first, and when another process holds that port the
+#: failed bind leaves an unclosed socket, a ResourceWarning (an error in this suite)
+QUIET_HTTP = {"dashboard_address": "127.0.0.1:0", "scheduler_kwargs": {"dashboard": False}}
+
 # each client builds the same graph shapes and op names over its own data, many times over;
 # ``same`` is work both clients send identically, which may share keys and must stay right
 CLIENT = textwrap.dedent("""
@@ -41,7 +46,7 @@ CLIENT = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def scheduler_address() -> Iterator[str]:
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=None)
+                                       host="127.0.0.1", **QUIET_HTTP)
     try:
         yield cluster.scheduler_address
     finally:
