@@ -45,10 +45,12 @@ QUICK = {"images": 4, "side": 128, "big_mib": 8, "repeats": 2, "small_rounds": 5
 
 
 def median_rounds(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
-    """Median seconds of each run, the runs interleaved round by round (after one warm-up
-    each), so every run meets the same machine state."""
-    for run in runs.values():
-        run()
+    """Median seconds of each run, the runs interleaved round by round, so every run meets
+    the same machine state; after warm-ups enough for Hermes's calibration (it times each
+    device a few times before it settles on one)."""
+    for _ in range(3 * len(hm.devices()) + 1):
+        for run in runs.values():
+            run()
     times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
         for name, run in runs.items():

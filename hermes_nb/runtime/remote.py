@@ -43,8 +43,9 @@ class Remote:
 
     def resident(self) -> Resident:
         """The value gathered into this process (host memory)."""
-        self.usable_by(self.future.client)
-        value = self.future.result()
+        client = self.future.client
+        self.usable_by(client)
+        value = client.gather(self.future, direct=True)  # from its worker, not via the scheduler
         return value if isinstance(value, Resident) else Resident("cpu:0", np.asarray(value))
 
     def host(self) -> np.ndarray:

@@ -46,7 +46,8 @@ class Resident:
         return source.run(source.to_host, self.buffer)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return (Resident, ("cpu:0", np.array(self.host(), order="C")))
+        # pickle protocol 5 sends a contiguous array's memory as it is: no copy of it first
+        return (Resident, ("cpu:0", np.ascontiguousarray(self.host())))
 
 
 def detached(value: Resident, borrowed: Sequence[np.ndarray]) -> Resident:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import hermes_nb as hm
+from hermes_nb.errors import ClusterError
 from hermes_nb.runtime.explain import explain_nodes
 
 distributed = pytest.importorskip("distributed")
@@ -198,3 +199,20 @@ def test_each_kernel_is_one_task(client) -> None:
     xs, cs = BIG[:4].astype(np.float64), c.numpy().astype(np.float64)
     np.testing.assert_allclose(got[0].numpy(), np.tanh(xs * cs + 1).sum(axis=2), rtol=1e-4)
     np.testing.assert_allclose(got[1].numpy(), (xs - cs).max(axis=0), rtol=1e-6)
+
+
+def test_a_tensor_persisted_on_a_closed_client_is_refused(client) -> None:
+    other = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                     host="127.0.0.1", protocol="tcp://",
+                                     dashboard_address="127.0.0.1:0")
+    try:
+        with distributed.Client(other) as short_lived:
+            assert distributed.default_client() is short_lived
+            (y,) = hm.persist(hm.arange(8, dtype="float32") + 1.0)
+            np.testing.assert_array_equal(y.numpy(), np.arange(8, dtype=np.float32) + 1)
+    finally:
+        other.close()
+    assert distributed.default_client() is client
+    with pytest.raises(ClusterError,
+                       match="its client was closed, which releases its data"):
+        (y * 2.0).numpy()
