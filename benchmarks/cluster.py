@@ -9,7 +9,9 @@ Three figures, each a ratio of medians of interleaved rounds measured in this on
 * (a) blur + Sobel magnitude of 16 float32 1024² images (``benchmarks.run``'s W1 pipeline),
   NumPy in, NumPy out: Hermes on a 2-worker process ``LocalCluster`` over Hermes without a
   cluster (wanted ≤ 2×), and ``dask.delayed`` + OpenCV on the same cluster over Hermes there
-  (wanted > 1: Hermes faster).
+  (wanted > 1: Hermes faster). "kept" rows keep the results where they were computed
+  (``hm.persist``: on the workers; without a cluster it is ``compute``), so no result
+  travels back.
 * (b) one 256 MiB input, ``(x * 2 + 1).sum()``: the scheduler's peak memory growth during
   the run (wanted < 16 MiB; the scheduler runs in its own process, read with
   ``client.run_on_scheduler`` and psutil), and the time over ``client.scatter`` + one
@@ -88,18 +90,23 @@ def blur_sobel(sizes: dict[str, int]) -> dict[str, Any]:
     def hermes() -> np.ndarray:
         return pipeline(hm.asarray(images)).numpy()
 
+    def hermes_kept() -> Any:  # the results stay where they were computed
+        return hm.persist(pipeline(hm.asarray(images)))
+
     def delayed_cv() -> list[np.ndarray]:
         return list(dask.compute(*[dask.delayed(_cv_blur_sobel)(i) for i in images]))
 
     reference = np.stack([_cv_blur_sobel(i) for i in images])
-    local = median_rounds({"hermes local": hermes}, sizes["repeats"])
+    local = median_rounds({"hermes local": hermes, "hermes local, kept": hermes_kept},
+                          sizes["repeats"])
     with local_cluster() as cluster, _client(cluster):
-        on_cluster = median_rounds({"hermes cluster": hermes, "delayed+opencv cluster":
-                                    delayed_cv}, sizes["repeats"])
+        on_cluster = median_rounds({"hermes cluster": hermes, "hermes cluster, kept": hermes_kept,
+                                    "delayed+opencv cluster": delayed_cv}, sizes["repeats"])
         error = float(np.max(np.abs(hermes() - reference)) / np.max(np.abs(reference)))
     times = local | on_cluster
     return {"times_s": times, "max_error": error,
             "cluster_over_local": times["hermes cluster"] / times["hermes local"],
+            "kept_cluster_over_local": times["hermes cluster, kept"] / times["hermes local, kept"],
             "delayed_cv_over_hermes": times["delayed+opencv cluster"] / times["hermes cluster"]}
 
 
@@ -232,6 +239,7 @@ def report(a: dict[str, Any], b: dict[str, Any], c: dict[str, Any], sizes: dict[
     lines += [f"  {name:<26}{_ms(s)}" for name, s in a["times_s"].items()]
     lines.append(f"  hermes cluster / hermes local      {a['cluster_over_local']:6.2f}x "
                  "(wanted <= 2)")
+    lines.append(f"  the same, results kept (persist)   {a['kept_cluster_over_local']:6.2f}x")
     lines.append(f"  delayed+opencv / hermes (cluster)  {a['delayed_cv_over_hermes']:6.2f}x "
                  "(wanted > 1)")
     lines.append(f"\n(b) {sizes['big_mib']} MiB input, (x*2+1).sum(), scheduler in its own process")

@@ -84,7 +84,12 @@ def _source(client: Any, task: tuple[Any, OpSpec]) -> Any:
     if load is load_snapshot:  # the worker's copy is the snapshot: nothing can write to it
         value = np.array(value, order="C", copy=True)
     bare = replace(spec, attrs={k: v for k, v in spec.attrs.items() if k != "value"})
-    return (load_scattered, bare, _scatter(client, value, token, spec.attrs["value"]))
+    # the workers' copy lives as long as the array it was made from: a borrowed constant's
+    # view is made anew by each hm.asarray, the caller's array (its base) is not
+    owner = spec.attrs["value"]
+    if spec.attrs.get(BORROWED) and owner.base is not None:
+        owner = owner.base
+    return (load_scattered, bare, _scatter(client, value, token, owner))
 
 
 def _content_token(value: np.ndarray) -> str:
