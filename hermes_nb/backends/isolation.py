@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hermes_nb import logrecords
 from hermes_nb.settings import env_flag, env_float
 
 _HEADER = struct.Struct("!Q")
@@ -109,28 +110,52 @@ class Worker:
         self._lock = threading.Lock()
         self._cancelled = False
 
-    def call(self, job: str, *args: Any, timeout: float | None = None) -> Any:
-        """Run ``job(*args)`` from ``hermes_nb.backends.worker`` in the worker process."""
-        limit = default_timeout() if timeout is None else timeout
+    def call(self, job: str, *args: Any, timeout: float | None = None,
+             device: str = "", kernel: str = "") -> Any:
+        """Run ``job(*args)`` from ``hermes_nb.backends.worker`` in the worker process; what
+        it wrote to stderr meanwhile (the compiler's chatter) becomes a log record."""
         with self._lock:
-            proc = self._ensure()
-            assert proc.stdin is not None and proc.stdout is not None
+            start = self._log_size()
             try:
-                _send(proc.stdin, (job, args))
-                deadline = time.monotonic() + limit
-                (size,) = _HEADER.unpack(_read_exact(proc.stdout.fileno(), _HEADER.size, deadline))
-                status, payload = pickle.loads(_read_exact(proc.stdout.fileno(), size, deadline))
-            except TimeoutError:
-                self._kill()
-                raise WorkerTimeout(f"{job} ran past {limit:g} s", returncode=None,
-                                    log_tail=self._log_tail()) from None
-            except (EOFError, BrokenPipeError, OSError):
-                rc = self._reap()
-                if self._cancelled:
-                    self._cancelled = False
-                    raise WorkerCancelled(f"{job}: abandoned by an interrupt") from None
-                raise WorkerCrashed(f"{job}: worker died", returncode=rc,
-                                    log_tail=self._log_tail()) from None
+                return self._call(job, args, timeout)
+            finally:
+                logrecords.worker_output(self._log_since(start), device, kernel, job)
+
+    def _log_size(self) -> int:
+        try:
+            return self._log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def _log_since(self, start: int, limit: int = 64 << 10) -> str:
+        try:
+            with open(self._log_path, "rb") as f:
+                f.seek(start)
+                return f.read(limit).decode(errors="replace")
+        except OSError:
+            return ""
+
+    def _call(self, job: str, args: tuple[Any, ...], timeout: float | None) -> Any:
+        """One job (the caller holds the lock)."""
+        limit = default_timeout() if timeout is None else timeout
+        proc = self._ensure()
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            _send(proc.stdin, (job, args))
+            deadline = time.monotonic() + limit
+            (size,) = _HEADER.unpack(_read_exact(proc.stdout.fileno(), _HEADER.size, deadline))
+            status, payload = pickle.loads(_read_exact(proc.stdout.fileno(), size, deadline))
+        except TimeoutError:
+            self._kill()
+            raise WorkerTimeout(f"{job} ran past {limit:g} s", returncode=None,
+                                log_tail=self._log_tail()) from None
+        except (EOFError, BrokenPipeError, OSError):
+            rc = self._reap()
+            if self._cancelled:
+                self._cancelled = False
+                raise WorkerCancelled(f"{job}: abandoned by an interrupt") from None
+            raise WorkerCrashed(f"{job}: worker died", returncode=rc,
+                                log_tail=self._log_tail()) from None
         if status == "ok":
             return payload
         raise WorkerJobError(*payload)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from hermes_nb import logrecords
 from hermes_nb.backends import get_device
 from hermes_nb.runtime import profile
 from hermes_nb.runtime.cluster_devices import on_worker, stable_id
@@ -64,6 +65,7 @@ def report(run_id: int, run: profile.KernelRun, spec: Any, device_id: str) -> bo
             "run_id": run_id, "record": pickle.dumps(run), "worker": worker.address,
             "host": local_host(), "device": device_id, "stable_id": stable_id(get_device(device_id)),
             "clock": time.time() - time.perf_counter(), "nbytes": _nbytes(spec),
+            "logs": logrecords.to_wire(logrecords.records_of_thread(run.start)),
         })
     except Exception as exc:  # the kernel ran: a report that cannot be sent must not fail it
         log.warning("hermes: could not report %s to its client: %s", spec.key, exc)
@@ -157,6 +159,7 @@ def _received(message: dict[str, Any]) -> None:
         decision = waiting.decisions.pop(run.key, None)
         waiting.ready.notify_all()
     profile.record(run_id, run)
+    logrecords.ingest(message.get("logs", ()), message["worker"], shift)
     if found and decision is not None:
         host, device = model_device(message)
         default_scheduler().record(decision, run.seconds, device=device, host=host)

@@ -262,6 +262,8 @@ def verdict_for(candidate: Candidate) -> Verdict:
     if verdict is None:
         verdict = run_selftest(candidate)
         _store(verdict)
+        log.info("hermes: OpenCL device %r (%s) self-test: %s", candidate.device.name.strip(),
+                 candidate.driver, verdict.summary(), extra={"hermes_category": "selftest"})
         if not verdict.healthy or verdict.reasons:
             # logged, not warnings.warn: a warnings filter set to "error" must not lose devices
             log.warning("hermes: OpenCL device %r (%s) self-test %s", candidate.device.name.strip(),

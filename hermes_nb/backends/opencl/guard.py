@@ -163,7 +163,7 @@ class Guard:
         (a half-written entry crashes a driver on load), then reported."""
         for attempt in (0, 1):
             try:
-                return isolation.worker().call(job, *args)
+                return isolation.worker().call(job, *args, device=self.device_id, kernel=name)
             except isolation.WorkerJobError as exc:
                 if attempt == 0 and "error:" not in exc.message:
                     # a failure without a compiler diagnostic: a damaged cache entry, not the source

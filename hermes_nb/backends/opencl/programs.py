@@ -11,24 +11,21 @@ import logging
 import threading
 from typing import Any
 
+from hermes_nb import logrecords
 from hermes_nb.cache import save_source
 
 log = logging.getLogger("hermes_nb.backends")
 
 
-def _build(cl: Any, context: Any, source: str) -> Any:
-    """Build ``source``; on failure raise KernelBuildError with the log and a saved copy."""
-    import warnings
-
+def _build(cl: Any, context: Any, source: str, device: str = "", kernel: str = "") -> Any:
+    """Build ``source``; on failure raise KernelBuildError with the log and a saved copy.
+    The compiler's output (``CompilerWarning``, the build log) becomes log records."""
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", cl.CompilerWarning)
+        with logrecords.build_warnings(device=device, kernel=kernel):
             program = cl.Program(context, source).build()
-        for w in caught:  # the compiler's raw output goes to the log, not the terminal
-            if not issubclass(w.category, cl.CompilerWarning):
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-            else:
-                log.debug("hermes: OpenCL compiler output: %s", w.message)
+        logrecords.emit(logging.DEBUG, f"built OpenCL program for {kernel or 'a kernel'}",
+                        logger=log.name, device=device, kernel=kernel, category="compile",
+                        detail=_build_log(cl, program))
         return program
     except (cl.RuntimeError, cl.LogicError) as exc:
         from hermes_nb.backends.opencl.guard import short_log
@@ -39,6 +36,15 @@ def _build(cl: Any, context: Any, source: str) -> Any:
             f"OpenCL build failed; source saved to {path}\n{short_log(str(exc))}", log=str(exc),
             source_path=str(path),
         ) from exc
+
+
+def _build_log(cl: Any, program: Any) -> str:
+    """The driver's build log of ``program`` (each device's, joined)."""
+    try:
+        return "\n".join(program.get_build_info(d, cl.program_build_info.LOG).strip()
+                         for d in program.devices).strip()
+    except Exception:  # a driver without build logs: nothing to attach
+        return ""
 
 
 class ProgramCache:
@@ -80,11 +86,14 @@ class ProgramCache:
 
         if self._guard is not None:
             self._guard.build(source, name, saved)
-        kernels = {k.function_name: k for k in _build(cl, self._context, source).all_kernels()}
+        where = self._guard.device_id if self._guard is not None else ""
+        program = _build(cl, self._context, source, where, name)
+        kernels = {k.function_name: k for k in program.all_kernels()}
         if name not in kernels and self._guard is not None:  # a damaged cache entry: once more
             self._guard.clear_driver_cache()
             self._guard.build(source, name, saved)
-            kernels = {k.function_name: k for k in _build(cl, self._context, source).all_kernels()}
+            program = _build(cl, self._context, source, where, name)
+            kernels = {k.function_name: k for k in program.all_kernels()}
         if name not in kernels:
             raise KernelBuildError(
                 f"OpenCL program has no kernel {name!r} (it holds {sorted(kernels)}); "

@@ -1,0 +1,394 @@
+"""One log for every device: Hermes' ``logging`` records, kept and shown on request.
+
+Every Hermes module logs under the ``hermes_nb`` logger. :func:`install` (run on import)
+gives that logger a handler that turns each record into a :class:`Record` (time, level,
+device, kernel, category, message, and the build log where there is one) and keeps it in a
+bounded buffer (:func:`records`, ``hm.logs()``) and in the buffer of every run in flight
+(``Profile.log``). The category is ``compile``, ``fallback``, ``selftest``,
+``calibration``, ``worker`` (a cluster worker's record), ``device`` or ``runtime``; a call
+names it with ``extra={"hermes_category": ...}`` (see :func:`extra`), else it is read from
+the logger and the message.
+
+What reaches the terminal: with ``HERMES_LOG=debug`` (or ``info``, ``warning``, ``error``)
+every Hermes record at that level or above goes to stderr. Without it, records go on to the
+application's own logging handlers as before (at the levels those loggers allow); when the
+application has none, warnings and errors are printed, a fallback once per kernel and
+device, never on every run. Compiler chatter (PoCL's "N warnings generated", PyOpenCL's
+``CompilerWarning``) becomes DEBUG records with the text attached (:func:`build_warnings`).
+
+This module imports nothing of Hermes, so every layer (the scheduler, the backends, the
+isolated build worker) may use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import logging
+import os
+import re
+import sys
+import threading
+import time
+import warnings
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+__all__ = ["Record", "Records", "build_warnings", "close_run", "emit", "extra", "ingest",
+           "install", "open_run", "records", "records_of_thread"]
+
+ROOT = "hermes_nb"
+CAPACITY = 2000  # records kept in memory
+CATEGORIES = ("compile", "fallback", "selftest", "calibration", "worker", "device", "runtime")
+_DEVICE_RE = re.compile(r"(?<![\w:])((?:tcp|tls|inproc)://\S+?/)?((?:cpu|opencl|cuda|reference)"
+                        r":\d+)")
+_KERNEL_RE = re.compile(r"\bkernel ([\w.-]+)|^(?:hermes: )?([\w.-]+) failed on ")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One Hermes log record."""
+
+    time: float  # time.time()
+    level: str  # "DEBUG", "INFO", "WARNING", "ERROR"
+    device: str
+    kernel: str
+    category: str
+    message: str
+    logger: str = ROOT
+    detail: str = ""  # a build log or the compiler's raw output
+    worker: str = ""  # the cluster worker it came from
+    perf: float = 0.0  # time.perf_counter(), to place it in a run
+    thread: int = 0
+
+    @property
+    def levelno(self) -> int:
+        return logging.getLevelName(self.level) if self.level in _LEVELS else 0
+
+    def __str__(self) -> str:
+        stamp = time.strftime("%H:%M:%S", time.localtime(self.time))
+        where = "/".join(p for p in (self.device, self.kernel) if p) or "-"
+        return f"{stamp} {self.level:<7} {self.category:<11} {where:<28} {self.message}"
+
+
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _level_of(level: str | int | None) -> int:
+    if level is None:
+        return 0
+    if isinstance(level, int):
+        return level
+    value = logging.getLevelName(level.strip().upper())
+    if not isinstance(value, int):
+        raise ValueError(f"unknown log level {level!r}: use one of {', '.join(_LEVELS).lower()}")
+    return value
+
+
+class Records(list[Record]):
+    """A list of records that filters and shows itself (text, HTML, :meth:`view`)."""
+
+    def filter(self, device: str | None = None, level: str | int | None = None,
+               kernel: str | None = None, category: str | None = None) -> Records:
+        """The records on ``device`` (also a worker's ``addr/device``), at ``level`` or
+        above, of a kernel whose name contains ``kernel``, of ``category``."""
+        floor = _level_of(level)
+        return Records(
+            r for r in self
+            if (device is None or r.device == device or r.device.endswith("/" + device))
+            and r.levelno >= floor and (kernel is None or kernel in r.kernel)
+            and (category is None or r.category == category))
+
+    def __repr__(self) -> str:
+        if not self:
+            return "Log: no records"
+        return "\n".join([f"Log: {len(self)} record(s)", *(str(r) for r in self)])
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        return html_table(self)
+
+    def view(self) -> Any:
+        """A notebook view with device, level, kernel and category filters (ipywidgets)."""
+        from hermes_nb.widgets.log import LogView  # the notebook side, imported on use
+
+        return LogView(self)
+
+
+_COLOURS = {"WARNING": "#b35900", "ERROR": "#b00020", "CRITICAL": "#b00020", "DEBUG": "#777"}
+
+
+def html_table(rows: Iterable[Record], limit: int = 500) -> str:
+    """The records as an HTML table (the newest ``limit``), build logs folded away."""
+    rows = list(rows)[-limit:]
+    body = []
+    for r in rows:
+        colour = _COLOURS.get(r.level, "inherit")
+        detail = (f"<details><summary>build log</summary><pre>{html.escape(r.detail)}</pre>"
+                  "</details>") if r.detail else ""
+        body.append(
+            f"<tr style='color:{colour}'><td>{time.strftime('%H:%M:%S', time.localtime(r.time))}"
+            f"</td><td>{r.level}</td><td>{html.escape(r.device)}</td>"
+            f"<td>{html.escape(r.kernel)}</td><td>{r.category}</td>"
+            f"<td style='text-align:left'>{html.escape(r.message)}{detail}</td></tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("time", "level", "device", "kernel", "category",
+                                              "message"))
+    return (f"<div class='hermes-log'><b>Log</b>: {len(rows)} record(s)<table><thead><tr>{head}"
+            f"</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+
+
+# ---------------------------------------------------------------------- the handler
+
+_buffer: deque[Record] = deque(maxlen=CAPACITY)
+_runs: dict[int, list[Record]] = {}
+_lock = threading.Lock()
+_printed: set[tuple[str, str, str]] = set()  # (category, kernel, device) fallbacks printed
+
+
+def extra(device: str = "", kernel: str = "", category: str = "", detail: str = "") -> dict:
+    """``extra=`` for a logging call that names its device, kernel, category or build log."""
+    return {"hermes_device": device, "hermes_kernel": kernel, "hermes_category": category,
+            "hermes_detail": detail}
+
+
+def _category(rec: logging.LogRecord, text: str) -> str:
+    given = getattr(rec, "hermes_category", "")
+    if given:
+        return given
+    low = text.lower()
+    if " failed on " in low and ("retrying" in low or "falling back" in low):
+        return "fallback"
+    if "self-test" in low or "selftest" in low:
+        return "selftest"
+    if "calibrat" in low or rec.name.startswith(ROOT + ".scheduler"):
+        return "calibration"
+    if rec.name.startswith(ROOT + ".compiler") or "build" in low or "compil" in low:
+        return "compile"
+    return "device" if rec.name.startswith(ROOT + ".backends") else "runtime"
+
+
+def _record(rec: logging.LogRecord) -> Record:
+    try:
+        text = rec.getMessage()
+    except Exception:  # a bad format string must not lose the record
+        text = str(rec.msg)
+    device = getattr(rec, "hermes_device", "")
+    if not device:
+        found = _DEVICE_RE.search(text)
+        device = "".join(p or "" for p in found.groups()) if found else ""
+    kernel = getattr(rec, "hermes_kernel", "")
+    if not kernel:
+        found = _KERNEL_RE.search(text)
+        kernel = (found.group(1) or found.group(2)) if found else ""
+    detail = getattr(rec, "hermes_detail", "")
+    if rec.exc_info and not detail:
+        detail = logging.Formatter().formatException(rec.exc_info)
+    return Record(rec.created, rec.levelname, device, kernel, _category(rec, text), text,
+                  rec.name, detail, getattr(rec, "hermes_worker", ""),
+                  getattr(rec, "hermes_perf", time.perf_counter()), rec.thread or 0)
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is now (a notebook or pytest swaps it)."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+class HermesHandler(logging.Handler):
+    """Keeps every Hermes record and decides which reach the terminal."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.console = _StderrHandler()
+        self.console.setFormatter(logging.Formatter("%(message)s"))
+        self.print_level: int | None = None  # from HERMES_LOG; None: the default rule
+
+    def emit(self, rec: logging.LogRecord) -> None:
+        try:
+            kept = _record(rec)
+            with _lock:
+                _buffer.append(kept)
+                for run in _runs.values():
+                    run.append(kept)
+            self._show(rec, kept)
+        except Exception:
+            self.handleError(rec)
+
+    def _show(self, rec: logging.LogRecord, kept: Record) -> None:
+        if self.print_level is not None:
+            if rec.levelno >= self.print_level:
+                self.console.handle(rec)
+            return
+        root = logging.getLogger()
+        if root.handlers:  # the application's own logging config decides
+            if rec.levelno >= _threshold(rec.name):
+                for handler in root.handlers:
+                    if rec.levelno >= handler.level:
+                        handler.handle(rec)
+            return
+        if rec.levelno < logging.WARNING:
+            return
+        if kept.category == "fallback":
+            seen = (kept.category, kept.kernel, kept.device)
+            with _lock:
+                if seen in _printed:
+                    return
+                _printed.add(seen)
+        self.console.handle(rec)
+
+
+def _threshold(name: str) -> int:
+    """The level ``name`` would pass if the ``hermes_nb`` logger kept its default: the
+    nearest explicit level below it (a user's or a test's), else the root logger's."""
+    logger: logging.Logger | None = logging.getLogger(name)
+    while logger is not None and logger.name != ROOT:
+        if logger.level:
+            return logger.level
+        logger = logger.parent  # type: ignore[assignment]
+    return logging.getLogger().getEffectiveLevel()
+
+
+_handler: HermesHandler | None = None
+
+
+def configure(level: str | None = None) -> None:
+    """Print Hermes records at ``level`` and above to stderr (``None``: read
+    ``HERMES_LOG``; unset or empty: the default rule of the module docstring)."""
+    text = os.environ.get("HERMES_LOG", "") if level is None else level
+    if _handler is not None:
+        try:
+            _handler.print_level = _level_of(text) if text.strip() else None
+        except ValueError:
+            _handler.print_level = None
+    with _lock:
+        _printed.clear()
+
+
+def install() -> HermesHandler:
+    """Attach the handler to the ``hermes_nb`` logger (once); returns it."""
+    global _handler
+    with _lock:
+        if _handler is None:
+            _handler = HermesHandler()
+            logger = logging.getLogger(ROOT)
+            logger.addHandler(_handler)
+            logger.setLevel(logging.DEBUG)
+            logger.propagate = False  # the handler passes records on (see _show)
+    configure()
+    return _handler
+
+
+def uninstall() -> None:
+    """Detach the handler (records go to the application's logging as without Hermes)."""
+    global _handler
+    if _handler is not None:
+        logger = logging.getLogger(ROOT)
+        logger.removeHandler(_handler)
+        logger.setLevel(logging.NOTSET)
+        logger.propagate = True
+        _handler = None
+
+
+# ---------------------------------------------------------------------- reading and runs
+
+
+def records(device: str | None = None, level: str | int | None = None,
+            kernel: str | None = None, category: str | None = None,
+            last: int | None = None) -> Records:
+    """The recent Hermes records (``hm.logs()``), oldest first, filtered."""
+    with _lock:
+        kept = Records(_buffer)
+    found = kept.filter(device=device, level=level, kernel=kernel, category=category)
+    return Records(found[-last:]) if last else found
+
+
+def open_run(run_id: int) -> None:
+    """Start collecting the records of run ``run_id`` (from every thread)."""
+    with _lock:
+        _runs[run_id] = []
+
+
+def close_run(run_id: int) -> Records:
+    """Stop collecting; the records emitted while the run was open."""
+    with _lock:
+        return Records(_runs.pop(run_id, []))
+
+
+def records_of_thread(start: float, thread: int | None = None) -> list[Record]:
+    """Records of this thread (or ``thread``) since ``start`` (perf_counter seconds)."""
+    ident = threading.get_ident() if thread is None else thread
+    with _lock:
+        return [r for r in _buffer if r.thread == ident and r.perf >= start]
+
+
+def to_wire(found: Iterable[Record]) -> list[dict[str, Any]]:
+    return [asdict(r) for r in found]
+
+
+def ingest(wired: Iterable[dict[str, Any]], worker: str, shift: float = 0.0) -> None:
+    """Records a cluster worker sent (see ``runtime.cluster_reports``), into this process's
+    buffers: the device is prefixed with the worker's address, times moved onto this clock."""
+    found = []
+    for data in wired:
+        r = Record(**data)
+        device = f"{worker}/{r.device}" if r.device and "/" not in r.device else r.device
+        found.append(replace(r, device=device, worker=worker, perf=r.perf + shift))
+    with _lock:
+        _buffer.extend(found)
+        for run in _runs.values():
+            run.extend(found)
+
+
+def emit(level: int, message: str, *, logger: str = ROOT, **fields: str) -> None:
+    """Log ``message`` (no %-formatting) with :func:`extra` ``fields``."""
+    logging.getLogger(logger).log(level, "%s", message, extra=extra(**fields))
+
+
+# ---------------------------------------------------------------------- builds
+
+
+def _is_compiler_warning(category: type[Warning]) -> bool:
+    return any(c.__name__ == "CompilerWarning" for c in category.__mro__)
+
+
+@contextlib.contextmanager
+def build_warnings(device: str = "", kernel: str = "", logger: str = ROOT + ".backends"
+                   ) -> Iterator[None]:
+    """Around a build: a compiler's warnings (PyOpenCL's ``CompilerWarning``) become DEBUG
+    records with their text attached instead of reaching the terminal; any other warning
+    raised meanwhile is issued again after the build, as if Hermes were not there."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            warnings.resetwarnings()  # nothing below is caught again: the user's filters apply
+    for w in caught:
+        if _is_compiler_warning(w.category):
+            text = str(w.message)
+            first = next((ln for ln in text.splitlines() if ln.strip()), "compiler output")
+            emit(logging.DEBUG, f"compiler output building {kernel or 'a program'}: {first}",
+                 logger=logger, device=device, kernel=kernel, category="compile", detail=text)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def worker_output(text: str, device: str = "", kernel: str = "", what: str = "") -> None:
+    """The isolated build worker's raw stderr during one job, as a DEBUG record."""
+    text = text.strip()
+    if not text:
+        return
+    first = next((ln for ln in reversed(text.splitlines()) if ln.strip()), "")
+    emit(logging.DEBUG, f"build worker output{f' ({what})' if what else ''}: {first}",
+         logger=ROOT + ".backends", device=device, kernel=kernel, category="compile",
+         detail=text)
