@@ -328,3 +328,10 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+# one log for every device (``hm.logs()``): ``hm.log`` is the array API's logarithm
+from hermes_nb import logrecords as _logrecords  # noqa: E402
+
+_logrecords.install()
+logs = _logrecords.records
+__all__.append("logs")

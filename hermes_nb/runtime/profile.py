@@ -9,11 +9,14 @@ run, so a first run's compile never becomes an estimate.
 from __future__ import annotations
 
 import html
+import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from hermes_nb import logrecords
 
 if TYPE_CHECKING:
     from hermes_nb.runtime.plan import Plan
@@ -117,6 +120,10 @@ class CompileRecorder:
         with _active_lock:
             _active.pop(id(self), None)
         self.events.append(CompileRun(self.key, self.op, self.device, what, kind, start, end))
+        logrecords.emit(logging.DEBUG, f"{'built' if kind == 'compile' else kind} {what} in "
+                        f"{(end - start) * 1e3:.1f} ms", logger="hermes_nb.runtime",
+                        device=self.device, kernel=self.key,
+                        category="compile" if kind == "compile" else "selftest")
 
     @property
     def seconds(self) -> float:
@@ -147,6 +154,8 @@ class Profile:
     plan: Plan | None = None
     #: called (on a worker thread) with each kernel as it finishes, e.g. to move a progress bar
     on_kernel: Callable[[KernelRun], None] | None = field(default=None, repr=False)
+    #: the Hermes log records emitted while it ran (any thread, the build worker, workers)
+    log: logrecords.Records = field(default_factory=logrecords.Records, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, run: KernelRun | TransferRun | CompileRun) -> None:
@@ -239,6 +248,7 @@ def begin(plan: Plan | None = None,
         _next_id[0] += 1
         run_id = _next_id[0]
         _profiles[run_id] = Profile(plan=plan, on_kernel=on_kernel)
+    logrecords.open_run(run_id)
     return run_id
 
 
@@ -252,6 +262,7 @@ def end(run_id: int) -> Profile:
     with _ids_lock:
         profile = _profiles.pop(run_id)
     profile.finished = time.perf_counter()
+    profile.log = logrecords.close_run(run_id)
     _last[:] = [profile]
     return profile
 
