@@ -351,7 +351,7 @@ def ingest(wired: Iterable[dict[str, Any]], worker: str, shift: float = 0.0) -> 
 
 def emit(level: int, message: str, *, logger: str = ROOT, **fields: str) -> None:
     """Log ``message`` (no %-formatting) with :func:`extra` ``fields``."""
-    logging.getLogger(logger).log(level, "%s", message, extra=extra(**fields))
+    logging.getLogger(logger).log(level, "%s", message, extra=extra(**fields), stacklevel=2)
 
 
 # ---------------------------------------------------------------------- builds
