@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -51,27 +51,76 @@ def load_scattered(spec: OpSpec, value: Any) -> Resident:
 
 def for_cluster(client: Any, graph: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     """``graph`` as it is sent to ``client``'s cluster (see the module's docstring)."""
+    sends = _Sends(client)
     out: dict[str, Any] = {}
     for key, task in graph.items():
         if isinstance(task, Resident) and task.nbytes >= SCATTER_BYTES:
-            out[key] = _scatter(client, task, task.token, task)
+            out[key] = sends.future(task, task.token, task)
         elif isinstance(task, tuple) and task and task[0] is fetched:
             out[key] = task[1].usable_by(client)
         elif _is_load(task):
-            out[key] = _source(client, task)
+            out[key] = _source(sends, task)
         elif _is_kernel(task):  # loads lowered inline into their one reader
-            out[key] = task[:4] + tuple(_source(client, a) if _is_load(a) else a
+            out[key] = task[:4] + tuple(_source(sends, a) if _is_load(a) else a
                                         for a in task[4:])
         else:
             out[key] = task
+    futures = sends.send()
+    if futures:
+        out = {k: _filled(t, futures) for k, t in out.items()}
     return _folded(out, set(keys))
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """Where a value being scattered goes in the graph, until its Future exists."""
+
+    key: str
+
+
+class _Sends:
+    """The values one graph scatters, sent together in one ``client.scatter`` call."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.values: dict[str, Any] = {}
+        self.owners: list[tuple[str, Any]] = []
+
+    def future(self, value: Any, token: str, owner: Any) -> Any:
+        """The cached Future of ``value``, or a placeholder for the one :meth:`send` makes."""
+        with _lock:
+            cached = _scattered.get(self.client.id, {}).get(token)
+        self.owners.append((token, owner))
+        if cached is not None and cached.status == "finished":
+            return cached
+        key = f"hermes-data-{token}"  # never a graph key: a wanted constant's task reads it
+        self.values[key] = value
+        return _Pending(key)
+
+    def send(self) -> dict[str, Any]:
+        futures = self.client.scatter(self.values, direct=True) if self.values else {}
+        with _lock:
+            cache = _scattered.setdefault(self.client.id, {})
+            for key, future in futures.items():
+                cache[key.removeprefix("hermes-data-")] = future
+            for token, owner in self.owners:
+                _adopt(self.client.id, token, owner)
+        return futures
+
+
+def _filled(task: Any, futures: dict[str, Any]) -> Any:
+    if isinstance(task, _Pending):
+        return futures[task.key]
+    if isinstance(task, tuple):
+        return tuple(_filled(a, futures) for a in task)
+    return task
 
 
 def _is_load(task: Any) -> bool:
     return isinstance(task, tuple) and len(task) == 2 and any(task[0] is f for f in _LOADS)
 
 
-def _source(client: Any, task: tuple[Any, OpSpec]) -> Any:
+def _source(sends: _Sends, task: tuple[Any, OpSpec]) -> Any:
     """A load task, naming a scattered Future in place of a large array."""
     load, spec = task
     value = spec.attrs.get("value") if spec.op == "constant" else None
@@ -89,27 +138,13 @@ def _source(client: Any, task: tuple[Any, OpSpec]) -> Any:
     owner = spec.attrs["value"]
     if spec.attrs.get(BORROWED) and owner.base is not None:
         owner = owner.base
-    return (load_scattered, bare, _scatter(client, value, token, owner))
+    return (load_scattered, bare, sends.future(value, token, owner))
 
 
 def _content_token(value: np.ndarray) -> str:
     from dask.base import tokenize
 
     return tokenize(value)
-
-
-def _scatter(client: Any, value: Any, token: str, owner: Any) -> Any:
-    """The Future of ``value`` on the cluster, scattered on first use for this client."""
-    with _lock:
-        cache = _scattered.setdefault(client.id, {})
-        future = cache.get(token)
-    if future is None or future.status != "finished":
-        key = f"hermes-data-{token}"  # never a graph key: a wanted constant's task reads it
-        future = client.scatter({key: value}, direct=True)[key]
-    with _lock:
-        cache[token] = future
-        _adopt(client.id, token, owner)
-    return future
 
 
 def _adopt(client_id: str, token: str, owner: Any) -> None:

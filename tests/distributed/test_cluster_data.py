@@ -216,3 +216,18 @@ def test_a_tensor_persisted_on_a_closed_client_is_refused(client) -> None:
     with pytest.raises(ClusterError,
                        match="its client was closed, which releases its data"):
         (y * 2.0).numpy()
+
+
+def test_a_graphs_large_inputs_go_in_one_scatter(client, monkeypatch) -> None:
+    arrays = [RNG.random((512, 1024), dtype=np.float32) for _ in range(3)]  # 2 MiB each
+    calls = []
+    scatter = client.scatter
+    monkeypatch.setattr(client, "scatter", lambda data, **kw: calls.append(len(data))
+                        or scatter(data, **kw))
+    a, b, c = (hm.asarray(x) for x in arrays)
+    got = ((a * b) + c).sum(axis=1).numpy()
+    assert calls == [3], f"scatter calls and their sizes: {calls}"
+    again = (a - c).max().numpy()  # the same arrays: nothing is sent again
+    assert calls == [3]
+    np.testing.assert_allclose(got, (arrays[0] * arrays[1] + arrays[2]).sum(axis=1), rtol=1e-4)
+    np.testing.assert_allclose(again, (arrays[0] - arrays[2]).max(), rtol=1e-6)
