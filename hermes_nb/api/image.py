@@ -141,10 +141,12 @@ def _kernel_weights(kernel: Any) -> np.ndarray:
 
 
 def _stencil(x: Tensor, weights: np.ndarray, border: str,
-             separable: tuple[tuple[float, ...], tuple[float, ...]] | None) -> Tensor:
+             separable: tuple[tuple[float, ...], tuple[float, ...]] | None,
+             stage: tuple[str, str] = ("conv2d", "conv2d")) -> Tensor:
+    # ``stage``: the user's op name and its short form, which plans and diagrams show
     rows = tuple(map(tuple, np.asarray(weights, dtype=np.float64).tolist()))
     return Tensor(make_node("conv2d", [x.node], x.shape, x.dtype,
-                            weights=rows, border=border, separable=separable))
+                            weights=rows, border=border, separable=separable, stage=stage))
 
 
 # ---- ops ----------------------------------------------------------------------------
@@ -172,7 +174,7 @@ def gaussian_blur(x: Any = None, kernel_size: int = 5, sigma: float | None = Non
     taps = tuple(float(v) for v in g)
 
     def apply(img: Tensor) -> Tensor:
-        return _stencil(img, np.outer(g, g), border, (taps, taps))
+        return _stencil(img, np.outer(g, g), border, (taps, taps), ("gaussian_blur", f"blur{k}"))
 
     stage = Stage("gaussian_blur", {"kernel_size": k, "sigma": sigma, "border": border}, apply)
     return stage if x is None else stage(x)
@@ -197,7 +199,7 @@ def sobel(x: Any = None, axis: int = -1, border: str = "reflect101") -> Tensor |
         col, row = _SOBEL_DERIVATIVE, _SOBEL_SMOOTH
 
     def apply(img: Tensor) -> Tensor:
-        return _stencil(img, np.outer(col, row), border, (col, row))
+        return _stencil(img, np.outer(col, row), border, (col, row), ("sobel", "sobel"))
 
     stage = Stage("sobel", {"axis": axis, "border": border}, apply)
     return stage if x is None else stage(x)

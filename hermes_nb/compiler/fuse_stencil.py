@@ -141,7 +141,8 @@ def _stencil(root: Node, members: set[int], image: Node) -> StencilProgram:
     for n in order:
         if n.op == "conv2d":
             stages.append(ConvStage(value_of[id(n.inputs[0])], n.attrs["weights"],
-                                    n.attrs.get("separable"), n.attrs["border"]))
+                                    n.attrs.get("separable"), n.attrs["border"],
+                                    n.attrs.get("stage", ("conv2d", "conv2d"))))
         elif stage_root[id(n)] is n:
             part = {id(m) for m in order if m.op != "conv2d" and stage_root[id(m)] is n}
             program, ins = _program(n, part)

@@ -12,7 +12,7 @@ write only the result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hermes_nb.ir.program import Program
 
@@ -23,6 +23,9 @@ class ConvStage:
     weights: tuple[tuple[float, ...], ...]  # kh × kw, both odd; out[y,x] = Σ w[i][j]·in[y+i-kh//2, x+j-kw//2]
     separable: tuple[tuple[float, ...], tuple[float, ...]] | None  # (column taps along H, row taps along W)
     border: str  # reflect101 | reflect | replicate | constant (zeros)
+    #: the user's name of the stage ("gaussian_blur", "sobel") and its short form ("blur5"):
+    #: for plans and diagrams, never the source or the signature
+    label: tuple[str, str] = field(default=("conv2d", "conv2d"), compare=False)
 
     @property
     def radius(self) -> tuple[int, int]:
@@ -82,6 +85,15 @@ class StencilProgram:
         names: list[str] = []
         for s in self.stages:
             names.extend(("conv2d",) if isinstance(s, ConvStage) else s.program.ops)
+        return tuple(names)
+
+    @property
+    def stage_names(self) -> tuple[str, ...]:
+        """The short names of this kernel's stages as the user wrote them ("blur5", "sobel",
+        then the point stages' ops)."""
+        names: list[str] = []
+        for s in self.stages:
+            names.extend((s.label[1],) if isinstance(s, ConvStage) else s.program.ops)
         return tuple(names)
 
     def halo(self) -> tuple[int, int]:

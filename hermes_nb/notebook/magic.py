@@ -247,6 +247,9 @@ class HermesMagics(Magics):
         profile = last_profile()
         if profile is previous:  # nothing ran (no tensors assigned)
             profile = None
+        else:  # views and traces name each kernel after the variable it computes
+            for name, t in assigned.items():
+                profile.variables.setdefault(t.node.key, name)
         kernels = profile.kernels if profile is not None else []
         used = tuple(sorted({k.device for k in kernels}))
         summary = RunSummary(tuple(assigned), len(kernels), used, wall, profile)
@@ -273,12 +276,13 @@ class HermesMagics(Magics):
                 print(f"hermes: wrote a Chrome trace of {len(profile.kernels)} kernel(s) to {path} "
                       "(open it in https://ui.perfetto.dev or chrome://tracing)")
         if args.placement or args.timeline:
-            from hermes_nb.widgets import placement_view, show
+            from hermes_nb.widgets import placement_view
+            from hermes_nb.widgets.show import timeline_view
 
             if args.placement:
                 display(placement_view(profile))
-            if args.timeline:
-                display(show(profile))
+            if args.timeline:  # the task stream: this run after the ones before it
+                display(timeline_view(profile))
         if fusion is not None:
             display(fusion)
 

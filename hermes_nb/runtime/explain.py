@@ -78,6 +78,16 @@ def _ops(node: Node) -> tuple[str, ...]:
     return (node.op,)
 
 
+def _names(node: Node) -> tuple[str, ...]:
+    """The kernel's ops as the user named them: a fused stencil's stages in short ("blur5",
+    "sobel"), an unfused convolution's op ("gaussian_blur")."""
+    if node.op == "fused_stencil":
+        return node.attrs["stencil"].stage_names
+    if node.op == "conv2d" and "stage" in node.attrs:
+        return (node.attrs["stage"][0],)
+    return ()
+
+
 def plan_of(outputs: list[Node], placed: dict[int, Placement] | None = None, *,
             sources: bool = True) -> Plan:
     """The kernels of an optimised graph, where ``placed`` puts them (default: where the
@@ -101,7 +111,7 @@ def plan_of(outputs: list[Node], placed: dict[int, Placement] | None = None, *,
             calibrating=decision.calibrating if decision is not None else False,
             estimates=_estimates(decision),
             inputs=tuple(i.key for i in node.inputs), shape=node.shape, dtype=node.dtype.name,
-            bytes_moved=moved, members=origin(node),
+            bytes_moved=moved, members=origin(node), names=_names(node),
         ))
     return Plan(kernels)
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
+#: the most stage names a kernel's title lists
+MAX_PARTS = 4
+
 
 @dataclass(frozen=True)
 class Kernel:
@@ -24,6 +27,27 @@ class Kernel:
     estimates: dict[str, float | None] = field(default_factory=dict)  # device -> finish (s)
     #: keys of the graph's nodes before fusion that this kernel computes
     members: tuple[str, ...] = ()
+    #: its ops as the user named them ("blur5", "sobel", "hypot"); ``ops`` where empty
+    names: tuple[str, ...] = ()
+
+    @property
+    def title(self) -> str:
+        """A name that stays the same from run to run: its stages' names, each once, in
+        order ("blur5+sobel+hypot", "multiply+pow+sum"), never the graph's node key."""
+        parts = list(dict.fromkeys(self.names or self.ops))
+        return "+".join(parts[:MAX_PARTS] + (["…"] if len(parts) > MAX_PARTS else []))
+
+
+def kernel_names(plan: Plan | None, variables: dict[str, str] | None = None) -> dict[str, str]:
+    """Per kernel key of ``plan``: the name every view and trace shows, its title after the
+    variable it computes where ``variables`` (pre-fusion node key -> the user's name) knows
+    one ("edges: blur5+sobel")."""
+    variables = variables or {}
+    names: dict[str, str] = {}
+    for k in plan.kernels if plan is not None else ():
+        held = [variables[m] for m in (*k.members, k.name) if m in variables]
+        names[k.name] = f"{', '.join(dict.fromkeys(held))}: {k.title}" if held else k.title
+    return names
 
 
 @dataclass(frozen=True)

@@ -152,6 +152,8 @@ class Profile:
     finished: float | None = None
     #: the kernels this run placed (names are the keys of ``kernels``), without sources
     plan: Plan | None = None
+    #: the user's names of the values this run computed: pre-fusion node key -> variable
+    variables: dict[str, str] = field(default_factory=dict)
     #: called (on a worker thread) with each kernel as it finishes, e.g. to move a progress bar
     on_kernel: Callable[[KernelRun], None] | None = field(default=None, repr=False)
     #: the Hermes log records emitted while it ran (any thread, the build worker, workers)
@@ -193,6 +195,16 @@ class Profile:
             if run.device not in ran:
                 ran.append(run.device)
         return {key: (seconds[key], tuple(devices[key])) for key in seconds}
+
+    def kernel_names(self) -> dict[str, str]:
+        """Per kernel key: the name views and traces show ("edges: blur5+sobel"); a kernel
+        the plan does not hold keeps its op."""
+        from hermes_nb.runtime.plan import kernel_names
+
+        names = kernel_names(self.plan, self.variables)
+        for run in self.snapshot()[0]:
+            names.setdefault(run.kernel, run.op)
+        return names
 
     @property
     def seconds(self) -> float:
@@ -236,8 +248,12 @@ class Profile:
         )
 
 
+#: how many finished profiles :func:`recent_profiles` keeps
+RECENT = 20
+
 _profiles: dict[int, Profile] = {}
 _last: list[Profile] = []
+_recent: list[Profile] = []
 _ids_lock = threading.Lock()
 _next_id = [0]
 
@@ -264,7 +280,18 @@ def end(run_id: int) -> Profile:
     profile.finished = time.perf_counter()
     profile.log = logrecords.close_run(run_id)
     _last[:] = [profile]
+    _recent[:] = [*_recent[-(RECENT - 1):], profile]
     return profile
+
+
+def recent_profiles(until: Profile | None = None) -> list[Profile]:
+    """The profiles of this process's last executions, oldest first, up to ``until`` (the
+    last one by default); ``[until]`` when it is not one of them."""
+    runs = list(_recent)
+    if until is None:
+        return runs
+    at = next((i for i, p in enumerate(runs) if p is until), None)  # by identity
+    return [until] if at is None else runs[:at + 1]
 
 
 def running() -> bool:

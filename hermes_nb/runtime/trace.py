@@ -28,6 +28,7 @@ def chrome_trace(profile: Profile) -> dict[str, Any]:
                                 *(c.device for c in compiles)]))
     tid = {device: i + 1 for i, device in enumerate(lanes)}
     origin = profile.started
+    names = profile.kernel_names()
 
     def micros(t: float) -> float:
         return round((t - origin) * 1e6, 3)
@@ -38,9 +39,9 @@ def chrome_trace(profile: Profile) -> dict[str, Any]:
     events += [{"name": "thread_name", "ph": "M", "pid": PID, "tid": tid[d], "args": {"name": d}}
                for d in lanes]
     events += [{
-        "name": k.op, "cat": "kernel", "ph": "X", "pid": PID, "tid": tid[k.device],
+        "name": names.get(k.kernel, k.op), "cat": "kernel", "ph": "X", "pid": PID, "tid": tid[k.device],
         "ts": micros(k.start), "dur": round(k.wall_s * 1e6, 3),
-        "args": {"key": k.key, "device": k.device, "reason": k.reason,
+        "args": {"key": k.key, "op": k.op, "device": k.device, "reason": k.reason,
                  "run_ms": k.seconds * 1e3, "compile_ms": k.compile_s * 1e3,
                  "estimate_ms": None if k.estimate_s is None else k.estimate_s * 1e3,
                  "failed_first_on": list(k.failures)},

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bokeh.models import Div
-from bokeh.palettes import Category10_10
 
-_OTHER = "#7f7f7f"
+from hermes_nb.widgets import palette
 
 
 def message(text: str) -> Div:
@@ -29,11 +28,9 @@ def _known_devices() -> list[str]:
 
 
 def device_colors(names: Iterable[str]) -> dict[str, str]:
-    """A colour per device, stable across views: hermes' device order first, then by name."""
-    order = _known_devices()
-    extra = sorted(set(names) - set(order))
-    palette = list(Category10_10)
-    return {name: palette[i % len(palette)] for i, name in enumerate([*order, *extra])}
+    """A colour per device, the same in every view: :func:`palette.device_colors` over this
+    machine's devices and ``names``."""
+    return palette.device_colors(names, _known_devices())
 
 
 def fmt_ms(seconds: float | None) -> str:

@@ -6,8 +6,10 @@ from bokeh.models import ColumnDataSource, Div, HoverTool, Range1d
 from bokeh.plotting import figure
 
 from hermes_nb.api.plan import Kernel, Plan
+from hermes_nb.runtime.plan import kernel_names
 from hermes_nb.runtime.profile import Profile
 from hermes_nb.widgets._common import device_colors, fmt_bytes, fmt_estimates, fmt_ms, message
+from hermes_nb.widgets.palette import device_legend, device_order
 
 EMPTY = "the plan has no kernels: explain() a tensor that does some work"
 BOX_W, BOX_H = 0.8, 0.6
@@ -50,11 +52,18 @@ def _measured(profile: Profile | None) -> tuple[dict[str, str], dict[str, float]
             {key: s for key, (s, _) in runs.items()})
 
 
+def _box_label(name: str, seconds: float | None) -> str:
+    """A box's text: the kernel's name, and its measured time below it after a run."""
+    short = name if len(name) <= 26 else name[:25] + "…"
+    return short if seconds is None else f"{short}\n{seconds * 1e3:.2f} ms"
+
+
 def placement(plan: Plan | Profile | None, profile: Profile | None = None) -> figure | Div:
-    """The kernels of ``plan`` as boxes coloured by device, laid out left to right by depth,
-    with an edge from each kernel input; hover for ops, output, traffic, device, why, and the
-    estimated vs measured time (the run's, its compile apart). Given a Profile, shows the
-    graph that run executed."""
+    """The kernels of ``plan`` as boxes coloured by device (a legend names them), laid out
+    left to right by depth, with an edge from each kernel input; each box shows the kernel's
+    name ("edges: blur5+sobel") and its measured time; hover for ops, output, traffic,
+    device, why, and the estimated vs measured time (the run's, its compile apart). Given a
+    Profile, shows the graph that run executed."""
     if isinstance(plan, Profile):
         plan, profile = plan.plan, plan
         if plan is None:
@@ -73,12 +82,14 @@ def placement(plan: Plan | Profile | None, profile: Profile | None = None) -> fi
     device = {k.name: ran_on.get(k.name, k.device) for k in kernels}
     pos = layout_positions(kernels)
     colors = device_colors(device.values())
+    title = (profile.kernel_names() if profile is not None else kernel_names(plan))
     names = set(pos)
     boxes = ColumnDataSource(data={
         "name": [k.name for k in kernels],
+        "title": [title.get(k.name, k.name) for k in kernels],
         "x": [pos[k.name][0] for k in kernels],
         "y": [pos[k.name][1] for k in kernels],
-        "label": [k.name for k in kernels],
+        "label": [_box_label(title.get(k.name, k.name), measured.get(k.name)) for k in kernels],
         "ops": [" + ".join(k.ops) for k in kernels],
         "shape": [str(list(k.shape)) for k in kernels],
         "dtype": [k.dtype for k in kernels],
@@ -105,16 +116,20 @@ def placement(plan: Plan | Profile | None, profile: Profile | None = None) -> fi
         title=f"{'Run' if profile is not None else 'Plan'}: {len(kernels)} kernel(s)",
         tools="pan,wheel_zoom,reset,save",
         x_range=Range1d(min(xs) - 0.6, max(xs) + 0.6), y_range=Range1d(min(ys) - 0.6, 0.6),
-        width=max(300, 180 * (int(max(xs)) + 1)), height=max(160, 90 * (len(set(ys)) + 1)),
+        # room on the right for the legend
+        width=max(300, 180 * (int(max(xs)) + 1) + 110), height=max(160, 90 * (len(set(ys)) + 1)),
     )
     fig.multi_line(xs="xs", ys="ys", source=edge_source, line_color="#888", line_width=1.5,
                    name="edges")
     rects = fig.rect(x="x", y="y", width=BOX_W, height=BOX_H, source=boxes, fill_color="color",
                      fill_alpha=0.8, line_color="black", name="kernels")
     fig.text(x="x", y="y", text="label", source=boxes, text_align="center",
-             text_baseline="middle", text_font_size="8pt")
+             text_baseline="middle", text_font_size="8pt", name="labels")
+    shown = device_order(device.values())
+    device_legend(fig, rects, shown, {d: list(device.values()).index(d) for d in shown})
     fig.add_tools(HoverTool(renderers=[rects], tooltips=[
-        ("kernel", "@name"), ("ops", "@ops"), ("output", "@dtype @shape"), ("traffic", "@bytes"),
+        ("kernel", "@title"), ("key", "@name"), ("ops", "@ops"), ("output", "@dtype @shape"),
+        ("traffic", "@bytes"),
         ("device", "@device"), ("estimated", "@estimate"), ("measured", "@measured"),
         ("compile", "@compile"), ("why", "@reason"), ("all estimates", "@estimates"),
         ("source inputs", "@sources"),

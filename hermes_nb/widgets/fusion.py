@@ -17,8 +17,10 @@ from bokeh.models import (
 from bokeh.plotting import figure
 
 from hermes_nb.api.plan import Kernel, Plan
+from hermes_nb.runtime.plan import kernel_names
 from hermes_nb.widgets._common import device_colors, message
 from hermes_nb.widgets.dag import depths
+from hermes_nb.widgets.palette import device_legend, device_order
 
 OP_W, OP_H = 1.1, 0.5  # an op's box
 STEP_X, STEP_Y = 1.7, 0.75  # distance between kernel columns, between stacked ops
@@ -97,6 +99,7 @@ def fusion_diagram(plan_unfused: Plan | None, plan_fused: Plan | None) -> Layout
     op_pos, boxes = _layout(unfused, fused, held)
     colors = device_colors([k.device for k in fused])
     kernel_of = {op: k.name for k in fused for op in held[k.name]}
+    names = kernel_names(plan_fused)
 
     kernels = ColumnDataSource(data={
         "name": [k.name for k in fused],
@@ -104,7 +107,8 @@ def fusion_diagram(plan_unfused: Plan | None, plan_fused: Plan | None) -> Layout
         "y": [boxes[k.name][1] for k in fused],
         "h": [boxes[k.name][2] for k in fused],
         "label_y": [boxes[k.name][1] + boxes[k.name][2] / 2 + 0.12 for k in fused],
-        "label": [f"{k.name} · {k.device}" for k in fused],
+        "title": [names[k.name] for k in fused],
+        "label": [f"{names[k.name]} · {k.device}" for k in fused],
         "device": [k.device for k in fused],
         "ops": [" + ".join(k.ops) for k in fused],
         "holds": [", ".join(held[k.name]) or "—" for k in fused],
@@ -116,7 +120,7 @@ def fusion_diagram(plan_unfused: Plan | None, plan_fused: Plan | None) -> Layout
         "name": [u.name for u in shown],
         "x": [op_pos[u.name][0] for u in shown],
         "y": [op_pos[u.name][1] for u in shown],
-        "op": [" + ".join(u.ops) for u in shown],
+        "op": [" + ".join(u.names or u.ops) for u in shown],  # the user's op names
         "output": [f"{u.dtype}{list(u.shape)}" for u in shown],
         "kernel": [kernel_of.get(u.name, "—") for u in shown],
     }, name="unfused")
@@ -132,7 +136,7 @@ def fusion_diagram(plan_unfused: Plan | None, plan_fused: Plan | None) -> Layout
     fig = figure(
         title=f"Fusion: {len(unfused)} op(s) → {len(fused)} kernel(s)",
         x_range=Range1d(min(xs) - 0.9, max(xs) + 0.9), y_range=Range1d(bottom - 0.4, 0.6),
-        width=max(360, int(170 * (max(xs) - min(xs) + 1.8))),
+        width=max(360, int(170 * (max(xs) - min(xs) + 1.8)) + 110),  # and the legend
         height=max(200, int(80 * (0.8 - bottom) + 60)), tools="pan,wheel_zoom,reset,save",
     )
     boxes_r = fig.rect(x="x", y="y", width=OP_W + 2 * PAD, height="h", source=kernels,
@@ -151,9 +155,13 @@ def fusion_diagram(plan_unfused: Plan | None, plan_fused: Plan | None) -> Layout
         HoverTool(renderers=[ops_r], tooltips=[
             ("op", "@op"), ("node", "@name"), ("output", "@output"), ("in kernel", "@kernel")]),
         HoverTool(renderers=[boxes_r], tooltips=[
-            ("kernel", "@name"), ("device", "@device"), ("ops", "@ops"), ("holds", "@holds")]),
+            ("kernel", "@title"), ("key", "@name"), ("device", "@device"), ("ops", "@ops"),
+            ("holds", "@holds")]),
         TapTool(renderers=[boxes_r]),
     )
+    devices = [k.device for k in fused]
+    legend_devices = device_order(devices)
+    device_legend(fig, boxes_r, legend_devices, {d: devices.index(d) for d in legend_devices})
     fig.axis.visible = False
     fig.grid.visible = False
 
@@ -167,7 +175,7 @@ def fusion_diagram(plan_unfused: Plan | None, plan_fused: Plan | None) -> Layout
         code="""
         const i = source.selected.indices[0];
         if (i === undefined) { title.text = '<b>' + hint + '</b>'; code.text = ''; return; }
-        title.text = '<b>source of ' + source.data.name[i] + ' on ' + source.data.device[i] + '</b>';
+        title.text = '<b>source of ' + source.data.title[i] + ' on ' + source.data.device[i] + '</b>';
         code.text = source.data.source[i];
         """))
     return column(fig, row(column(title, code)))

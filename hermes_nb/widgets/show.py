@@ -118,6 +118,18 @@ def show(obj: Any) -> ViewWidget:
     return as_widget(view(obj), kind, summary(obj, kind))
 
 
+def timeline_view(profile: Profile | None = None, runs: int | None = None) -> ViewWidget:
+    """A widget of the task stream: ``profile`` (the last run by default) and the runs
+    before it in this process, ``runs`` in all (``timeline.RUNS`` by default), a separator
+    before each."""
+    from hermes_nb.runtime.profile import last_profile
+    from hermes_nb.widgets.timeline import RUNS, timeline
+
+    profile = last_profile() if profile is None else profile
+    return as_widget(timeline(profile, runs=RUNS if runs is None else runs), "hermes-timeline",
+                     summary(profile, "hermes-timeline"))
+
+
 def placement_view(obj: Plan | Profile | Tensor | None) -> ViewWidget:
     """A widget of the placement DAG: of a Plan, of what a Profile's run executed (with the
     measured time of each kernel), or of where a lazy tensor's kernels would run now."""

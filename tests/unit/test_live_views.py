@@ -145,8 +145,10 @@ def test_fusion_view_of_a_pipeline_and_of_bad_input() -> None:
     widget = widgets.fusion_view(pipeline, shape=(32, 32))
     kernels = _source(widget.bokeh_model, "fused").data
     assert len(kernels["name"]) == 1  # blur + Sobel fuse into one stencil kernel
+    # each stage under the user's op name, not the convolution every one of them lowers to
     assert sorted(_source(widget.bokeh_model, "unfused").data["op"]) == [
-        "conv2d", "conv2d", "conv2d", "hypot"]
+        "gaussian_blur", "hypot", "sobel", "sobel"]
+    assert kernels["title"] == ["blur3+sobel+hypot"]
     for bad, words in (((), "got nothing"), (("text",), "got str"),
                        ((_pipeline_tensor().compute(),), "already computed")):
         shown = widgets.fusion_view(*bad).bokeh_model
