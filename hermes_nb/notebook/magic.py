@@ -38,7 +38,7 @@ from hermes_nb.scheduler.scope import POLICIES
 
 CELL_USAGE = ("usage: %%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile] "
               "[--timeline] [--placement] [--fusion] [--trace FILE]")
-LINE_USAGE = "usage: %hermes devices | load | options | explain NAME"
+LINE_USAGE = "usage: %hermes devices | load | options | explain NAME | log [--device D] [--level L]"
 
 _MISSING = object()
 EXPAND_MAX_CHARS = 256
@@ -167,6 +167,8 @@ class HermesMagics(Magics):
             opts = context.current_options()
             print(f"hermes: device={pinned_device() or 'unpinned'} policy={context.current_policy()} "
                   f"fuse={opts.fuse} coexec={opts.coexec} progress={opts.progress}")
+        elif words[:1] == ["log"]:
+            display(_log_view(words[1:]))
         elif len(words) == 2 and words[0] == "explain":
             value = self.shell.user_ns.get(words[1], _MISSING)
             if not isinstance(value, Tensor):
@@ -314,6 +316,27 @@ def _check_trace_path(path: str) -> None:
         raise _UsageError(f"--trace: cannot write {path!r}: {exc.strerror or exc}") from None
     if not existed:
         os.unlink(target)
+
+
+def _log_view(words: list[str]) -> Any:
+    """``%hermes log [--device D] [--level L] [--kernel K] [--category C]``: the recent
+    Hermes log records, as a filterable view (a table without ipywidgets)."""
+    parser = _Parser(prog="%hermes log", add_help=False, allow_abbrev=False)
+    for option in ("--device", "--level", "--kernel", "--category"):
+        parser.add_argument(option, default=None)
+    try:
+        args = parser.parse_args(words)
+        from hermes_nb.logrecords import records
+
+        shown = records(**vars(args))  # checks the level
+    except (_UsageError, ValueError) as exc:
+        raise _usage(f"log: {exc} (usage: %hermes log [--device D] [--level L] [--kernel K] "
+                     "[--category C])") from None
+    try:
+        from hermes_nb.widgets.log import log_view
+    except ImportError:  # no ipywidgets: the table alone
+        return shown
+    return log_view(**vars(args))
 
 
 def _fusion_view(tensors: tuple[Tensor, ...]) -> Any:

@@ -182,3 +182,40 @@ def test_records_repr_is_readable():
     text = repr(hm.logs(last=1))
     assert text.startswith("Log: 1 record(s)") and "cpu:0/k" in text and "a readable line" in text
     assert repr(logrecords.Records()) == "Log: no records"
+
+
+def test_log_view_filters_with_its_dropdowns():
+    pytest.importorskip("ipywidgets")
+    logrecords.emit(logging.DEBUG, "built blur", device="opencl:0", kernel="blur", category="compile")
+    logrecords.emit(logging.WARNING, "hermes: sobel failed on opencl:0 (x); retrying on cpu:0",
+                    device="opencl:0", kernel="sobel", category="fallback")
+    view = hm.logs(last=2).view()
+    assert set(view.device.options) >= {"any", "opencl:0"} and "sobel" in view.kernel.options
+    assert "built blur" in view.table.value and "retrying" in view.table.value
+    view.level.value = "warning"
+    assert "built blur" not in view.table.value and "retrying" in view.table.value
+    view.level.value = "any"
+    view.kernel.value = "blur"
+    assert [r.message for r in view.filtered()] == ["built blur"]
+    assert view.summary == "Log: 1 of 2 record(s)"
+
+
+def test_hermes_log_magic_shows_the_filtered_view(monkeypatch):
+    pytest.importorskip("IPython")
+    pytest.importorskip("ipywidgets")
+    from hermes_nb.notebook import magic
+
+    shown = []
+    monkeypatch.setattr(magic, "display", shown.append)
+    logrecords.emit(logging.INFO, "verdict", device="opencl:3", category="selftest")
+    magics = magic.HermesMagics(shell=None)
+    magics._line("log --device opencl:3 --level info")
+    (view,) = shown
+    assert view.device.value == "opencl:3" and view.level.value == "info"
+    assert [r.message for r in view.filtered()][-1] == "verdict"
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="did you mean --device"):
+        magics._line("log --devcie opencl:3")
+    with pytest.raises(UsageError, match="unknown log level"):
+        magics._line("log --level loud")
