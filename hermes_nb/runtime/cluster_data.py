@@ -38,8 +38,12 @@ _lock = threading.Lock()
 # computed value sent under that token is collected, or when a borrowed array's contents
 # changed and the new contents were sent
 _scattered: dict[str, dict[str, Any]] = {}
-_owners: dict[tuple[str, str], set[int]] = {}  # (client id, token) -> ids of its arrays
-_latest: dict[tuple[str, int], str] = {}  # (client id, id of an array) -> its token
+# a holder is (id of an array, the region of it a constant reads: its data address, shape
+# and strides), so views of one array, e.g. images[i], each keep their own copy
+Holder = tuple[int, tuple[Any, ...]]
+_owners: dict[tuple[str, str], set[Holder]] = {}  # (client id, token) -> its holders
+_latest: dict[tuple[str, Holder], str] = {}  # (client id, holder) -> its token
+_watched: set[tuple[str, int]] = set()  # (client id, id of an array) with a finalizer
 
 
 def load_scattered(spec: OpSpec, value: Any) -> Resident:
@@ -84,13 +88,13 @@ class _Sends:
     def __init__(self, client: Any) -> None:
         self.client = client
         self.values: dict[str, Any] = {}
-        self.owners: list[tuple[str, Any]] = []
+        self.owners: list[tuple[str, Any, tuple[Any, ...]]] = []
 
-    def future(self, value: Any, token: str, owner: Any) -> Any:
+    def future(self, value: Any, token: str, owner: Any, region: tuple[Any, ...] = ()) -> Any:
         """The cached Future of ``value``, or a placeholder for the one :meth:`send` makes."""
         with _lock:
             cached = _scattered.get(self.client.id, {}).get(token)
-        self.owners.append((token, owner))
+        self.owners.append((token, owner, region))
         if cached is not None and cached.status == "finished":
             return cached
         key = f"hermes-data-{token}"  # never a graph key: a wanted constant's task reads it
@@ -103,8 +107,8 @@ class _Sends:
             cache = _scattered.setdefault(self.client.id, {})
             for key, future in futures.items():
                 cache[key.removeprefix("hermes-data-")] = future
-            for token, owner in self.owners:
-                _adopt(self.client.id, token, owner)
+            for token, owner, region in self.owners:
+                _adopt(self.client.id, token, owner, region)
         return futures
 
 
@@ -135,10 +139,11 @@ def _source(sends: _Sends, task: tuple[Any, OpSpec]) -> Any:
     bare = replace(spec, attrs={k: v for k, v in spec.attrs.items() if k != "value"})
     # the workers' copy lives as long as the array it was made from: a borrowed constant's
     # view is made anew by each hm.asarray, the caller's array (its base) is not
-    owner = spec.attrs["value"]
-    if spec.attrs.get(BORROWED) and owner.base is not None:
+    owner, region = spec.attrs["value"], ()
+    if spec.attrs.get(BORROWED) and isinstance(owner.base, np.ndarray):
+        region = (owner.__array_interface__["data"][0], owner.shape, owner.strides)
         owner = owner.base
-    return (load_scattered, bare, sends.future(value, token, owner))
+    return (load_scattered, bare, sends.future(value, token, owner, region))
 
 
 def _content_token(value: np.ndarray) -> str:
@@ -147,32 +152,35 @@ def _content_token(value: np.ndarray) -> str:
     return tokenize(value)
 
 
-def _adopt(client_id: str, token: str, owner: Any) -> None:
-    """Count ``owner`` as an array whose contents ``token`` names (under the lock)."""
-    previous = _latest.get((client_id, id(owner)))
+def _adopt(client_id: str, token: str, owner: Any, region: tuple[Any, ...]) -> None:
+    """Count ``region`` of ``owner`` (the part of the array a constant reads) as holding the
+    contents ``token`` names (under the lock)."""
+    holder = (id(owner), region)
+    previous = _latest.get((client_id, holder))
     if previous == token:
         return
-    if previous is None:
+    if (client_id, id(owner)) not in _watched:
+        _watched.add((client_id, id(owner)))
         weakref.finalize(owner, _forget, client_id, id(owner))
-    else:
-        _release(client_id, previous, id(owner))
-    _latest[(client_id, id(owner))] = token
-    _owners.setdefault((client_id, token), set()).add(id(owner))
+    if previous is not None:
+        _release(client_id, previous, holder)
+    _latest[(client_id, holder)] = token
+    _owners.setdefault((client_id, token), set()).add(holder)
 
 
-def _release(client_id: str, token: str, owner: int) -> None:
-    owners = _owners.get((client_id, token), set())
-    owners.discard(owner)
-    if not owners:
+def _release(client_id: str, token: str, holder: tuple[int, tuple[Any, ...]]) -> None:
+    holders = _owners.get((client_id, token), set())
+    holders.discard(holder)
+    if not holders:
         _owners.pop((client_id, token), None)
         _scattered.get(client_id, {}).pop(token, None)
 
 
 def _forget(client_id: str, owner: int) -> None:
     with _lock:
-        token = _latest.pop((client_id, owner), None)
-        if token is not None:
-            _release(client_id, token, owner)
+        _watched.discard((client_id, owner))
+        for (cid, holder) in [k for k in _latest if k[0] == client_id and k[1][0] == owner]:
+            _release(cid, _latest.pop((cid, holder)), holder)
 
 
 def _folded(graph: dict[str, Any], wanted: set[str]) -> dict[str, Any]:

@@ -231,3 +231,16 @@ def test_a_graphs_large_inputs_go_in_one_scatter(client, monkeypatch) -> None:
     assert calls == [3]
     np.testing.assert_allclose(got, (arrays[0] * arrays[1] + arrays[2]).sum(axis=1), rtol=1e-4)
     np.testing.assert_allclose(again, (arrays[0] - arrays[2]).max(), rtol=1e-6)
+
+
+def test_views_of_one_array_each_keep_their_copy(client, monkeypatch) -> None:
+    frames = RNG.random((4, 512, 1024), dtype=np.float32)  # 2 MiB a frame
+    calls = []
+    scatter = client.scatter
+    monkeypatch.setattr(client, "scatter", lambda data, **kw: calls.append(len(data))
+                        or scatter(data, **kw))
+    for _ in range(2):  # new tensors over the same frames: sent the first time only
+        got = hm.compute(*[(hm.asarray(f) * 2.0).sum() for f in frames])
+    assert calls == [4], f"scatter calls and their sizes: {calls}"
+    np.testing.assert_allclose([float(g) for g in got],
+                               (frames.astype(np.float64) * 2).sum(axis=(1, 2)), rtol=1e-4)
