@@ -212,13 +212,21 @@ def test_view_options_display_widgets_of_the_run(
     # the views hold this run's kernels, not a message
     names = _bokeh_source(placement, "kernels").data["name"]
     assert sorted(names) == sorted(k.key for k in profile.kernels)
-    assert sorted(_bokeh_source(timeline, "kernels").data["key"]) == sorted(
-        k.key for k in profile.kernels)
+    # the timeline is a task stream: this run is its last
+    stream = _bokeh_source(timeline, "kernels").data
+    last = max(stream["run"])
+    this_run = {key: name for key, name, run in zip(stream["key"], stream["name"], stream["run"])
+                if run == last}
+    assert sorted(this_run) == sorted(k.key for k in profile.kernels)
     ops = _bokeh_source(fusion, "unfused").data["op"]
-    assert sorted(ops).count("conv2d") == 3 and "sum" in ops
+    assert sorted(ops).count("sobel") == 2 and "gaussian_blur" in ops and "sum" in ops
     events = json.loads(trace.read_text())["traceEvents"]
-    assert sorted(e["args"]["key"] for e in events if e.get("cat") == "kernel") == sorted(
-        k.key for k in profile.kernels)
+    traced = {e["args"]["key"]: e["name"] for e in events if e.get("cat") == "kernel"}
+    assert sorted(traced) == sorted(k.key for k in profile.kernels)
+    # one name per kernel in every view and the trace, after the variable it computes
+    titles = dict(zip(names, _bokeh_source(placement, "kernels").data["title"]))
+    assert titles == this_run == traced
+    assert any(t.startswith("edges: blur5+sobel") for t in titles.values())
     for widget in (placement, timeline, fusion):
         widget.close()
 
