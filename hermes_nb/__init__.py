@@ -335,3 +335,8 @@ from hermes_nb import logrecords as _logrecords  # noqa: E402
 _logrecords.install()
 logs = _logrecords.records
 __all__.append("logs")
+
+# the hotspot report of a run (``hm.report()``), its figures read from the run's profile
+from hermes_nb.runtime.report import Report, report  # noqa: E402
+
+__all__ += ["Report", "report"]

@@ -1,9 +1,9 @@
 """The ``%%hermes`` cell magic and ``%hermes`` line magic.
 
 ``%%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile] [--timeline]
-[--placement] [--fusion] [--trace FILE]`` runs the cell with those settings scoped to it, then
-computes every lazy tensor the cell assigned to a name in one graph (so shared work runs once),
-rebinds the names to the results, and shows a summary and the views asked for.
+[--placement] [--fusion] [--trace FILE] [--report[=FILE]]`` runs the cell with those settings
+scoped to it, then computes every lazy tensor the cell assigned to a name in one graph (so
+shared work runs once), rebinds the names to the results, and shows a summary and the views asked for.
 
 ``%hermes devices|load|options|explain NAME`` shows tables (and the live load monitor).
 
@@ -37,7 +37,7 @@ from hermes_nb.runtime.profile import last_profile
 from hermes_nb.scheduler.scope import POLICIES
 
 CELL_USAGE = ("usage: %%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile] "
-              "[--timeline] [--placement] [--fusion] [--trace FILE]")
+              "[--timeline] [--placement] [--fusion] [--trace FILE] [--report[=FILE]]")
 LINE_USAGE = "usage: %hermes devices | load | options | explain NAME | log [--device D] [--level L]"
 
 _MISSING = object()
@@ -84,6 +84,8 @@ def _cell_parser() -> _Parser:
     parser.add_argument("--placement", action="store_true")
     parser.add_argument("--fusion", action="store_true")
     parser.add_argument("--trace", metavar="FILE", default=None)
+    # --report shows the hotspot report after the cell; --report=FILE writes it as HTML
+    parser.add_argument("--report", metavar="FILE", nargs="?", const="", default=None)
     return parser
 
 
@@ -124,7 +126,7 @@ class HermesMagics(Magics):
     @line_cell_magic
     def hermes(self, line: str, cell: str | None = None) -> None:
         """%%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile] [--timeline]
-        [--placement] [--fusion] [--trace FILE]
+        [--placement] [--fusion] [--trace FILE] [--report[=FILE]]
         %hermes devices | load | options | explain NAME
         """
         line = self._expand(line)
@@ -287,6 +289,8 @@ class HermesMagics(Magics):
                 display(timeline_view(profile))
         if fusion is not None:
             display(fusion)
+        if args.report is not None:
+            _report(profile, args.report)
 
 
 def _fail(outer: Any, error: BaseException | None) -> None:
@@ -298,6 +302,24 @@ def _fail(outer: Any, error: BaseException | None) -> None:
     if outer is None:
         raise error
     outer.error_in_exec = error
+
+
+def _report(profile: Any, path: str) -> None:
+    """The run's hotspot report, shown, or written to ``path`` as standalone HTML."""
+    if profile is None:
+        print("hermes: no report (nothing was computed)")
+        return
+    from hermes_nb.runtime.report import report
+
+    made = report(profile)
+    if not path:
+        display(made)
+        return
+    try:
+        written = made.to_html(path)
+    except OSError as exc:
+        raise _usage(f"--report: cannot write {path!r}: {exc.strerror or exc}") from None
+    print(f"hermes: wrote the hotspot report to {written}")
 
 
 def _check_trace_path(path: str) -> None:

@@ -28,6 +28,7 @@ from hermes_nb.runtime.profile import last_profile
 from hermes_nb.runtime.progress import progress_bar
 from hermes_nb.runtime.resident import Resident, detached
 from hermes_nb.runtime.targets import compile_target
+from hermes_nb.runtime.work import run_work
 
 __all__ = ["Resident", "compile_target", "execute", "last_profile", "materialised"]
 
@@ -66,7 +67,8 @@ def execute(outputs: Sequence[Node], *, persist: bool = False) -> list[Resident]
         _print_sources(optimized, placed)
     plan = plan_of(optimized, placed, sources=False)
     bar = progress_bar(current_options().progress, len(plan.kernels))
-    run_id = profile.begin(plan, on_kernel=bar)
+    work = run_work(list(outputs), optimized, {m for k in plan.kernels for m in k.members})
+    run_id = profile.begin(plan, on_kernel=bar, work=work)
     graph, keys = lower(optimized, placed, run_id)
     try:
         client = _active_client()

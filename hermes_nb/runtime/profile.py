@@ -20,6 +20,7 @@ from hermes_nb import logrecords
 
 if TYPE_CHECKING:
     from hermes_nb.runtime.plan import Plan
+    from hermes_nb.runtime.work import RunWork
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,8 @@ class Profile:
     finished: float | None = None
     #: the kernels this run placed (names are the keys of ``kernels``), without sources
     plan: Plan | None = None
+    #: the kernels' FLOPs and the unfused graph's kernels and bytes, counted when planned
+    work: RunWork | None = None
     #: the user's names of the values this run computed: pre-fusion node key -> variable
     variables: dict[str, str] = field(default_factory=dict)
     #: called (on a worker thread) with each kernel as it finishes, e.g. to move a progress bar
@@ -259,11 +262,12 @@ _next_id = [0]
 
 
 def begin(plan: Plan | None = None,
-          on_kernel: Callable[[KernelRun], None] | None = None) -> int:
+          on_kernel: Callable[[KernelRun], None] | None = None,
+          work: RunWork | None = None) -> int:
     with _ids_lock:
         _next_id[0] += 1
         run_id = _next_id[0]
-        _profiles[run_id] = Profile(plan=plan, on_kernel=on_kernel)
+        _profiles[run_id] = Profile(plan=plan, work=work, on_kernel=on_kernel)
     logrecords.open_run(run_id)
     return run_id
 

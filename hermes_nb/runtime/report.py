@@ -1,0 +1,370 @@
+"""The hotspot report of one run: where the wall time went (compile, run, copies, idle, per
+device), the kernels and ops sorted by time, what each kernel reached against its device's
+measured peaks, what fusion saved, and suggestions drawn from those numbers.
+
+Everything here is read from a :class:`~hermes_nb.runtime.profile.Profile` after the run;
+the peaks come from :mod:`hermes_nb.runtime.peaks` (measured once per device, when the
+first report is made, never inside a run). The HTML is in :mod:`report_html`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_nb.runtime.peaks import Peak, device_peaks
+from hermes_nb.runtime.profile import BACKGROUND_SUFFIX, Profile, last_profile
+from hermes_nb.runtime.report_rules import Suggestion, suggestions
+
+__all__ = ["CopyRow", "DeviceTime", "KernelRow", "OpRow", "Report", "Suggestion", "report"]
+
+#: what the report means by a device's idle time
+IDLE_MEANS = ("idle: the part of the wall time a device neither ran, compiled nor received "
+              "a copy for this run (waiting for inputs from another device, for the host, "
+              "or with nothing to do)")
+#: what the report means by time no device was busy
+HOST_MEANS = ("no device busy: the part of the wall time when no device ran, compiled or "
+              "copied (planning, Python and hand-offs between threads)")
+FLOPS_MEANS = ("GFLOP/s are exact for a matmul (2·M·N·K); elsewhere an estimate (the "
+               "instructions of a fused program times its elements, two per stencil tap)")
+
+
+#: the kernels placed against the compute peak (a matmul's FLOP/s); the others against the
+#: bandwidth, the roof an elementwise kernel, a reduction or a stencil meets first here
+MATMULS = ("matmul", "fused_matmul")
+#: pre-fusion members that are no kernel of their own (inputs, folded constants)
+SOURCES = ("constant", "buffer", "random")
+
+
+@dataclass(frozen=True)
+class DeviceTime:
+    """One device's share of the run's wall time, in seconds."""
+
+    device: str
+    wall_s: float
+    compile_s: float
+    run_s: float
+    copy_s: float  # copies *to* this device
+
+    @property
+    def busy_s(self) -> float:
+        return self.compile_s + self.run_s + self.copy_s
+
+    @property
+    def idle_s(self) -> float:
+        return max(self.wall_s - self.busy_s, 0.0)
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    """One kernel of the run, its tiles' times summed."""
+
+    key: str
+    name: str
+    op: str
+    devices: tuple[str, ...]
+    run_s: float
+    compile_s: float
+    share: float  # (run + compile) / wall
+    nbytes: int | None  # read + written (the plan's inputs + output)
+    flops: float | None
+    flops_estimated: bool = True
+    members: tuple[str, ...] = ()
+    peak: Peak | None = None
+
+    @property
+    def total_s(self) -> float:
+        return self.run_s + self.compile_s
+
+    @property
+    def gb_per_s(self) -> float | None:
+        return self.nbytes / self.run_s / 1e9 if self.nbytes and self.run_s > 0 else None
+
+    @property
+    def gflop_per_s(self) -> float | None:
+        return self.flops / self.run_s / 1e9 if self.flops and self.run_s > 0 else None
+
+    @property
+    def bound(self) -> str | None:
+        """"memory" or "compute": which peak bounds it on the roofline (None: unknown)."""
+        peak = self.peak
+        if peak is None or not peak.gb_per_s or not self.nbytes:
+            return None
+        if self.flops and peak.gflop_per_s and self.op in MATMULS:
+            ridge = peak.gflop_per_s / peak.gb_per_s  # FLOP per byte where the roofs meet
+            return "compute" if self.flops / self.nbytes >= ridge else "memory"
+        return "memory"
+
+    @property
+    def roofline(self) -> float | None:
+        """The fraction of the bounding peak reached (GB/s or GFLOP/s over the device's)."""
+        bound, peak = self.bound, self.peak
+        if bound is None or peak is None:
+            return None
+        if bound == "compute":
+            achieved, top = self.gflop_per_s, peak.gflop_per_s
+        else:
+            achieved, top = self.gb_per_s, peak.gb_per_s
+        return achieved / top if achieved is not None and top else None
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One op (before fusion) over the run: a kernel's time split evenly over its members."""
+
+    op: str
+    count: int
+    kernels: tuple[str, ...]
+    seconds: float
+    share: float
+
+
+@dataclass(frozen=True)
+class CopyRow:
+    source: str
+    device: str
+    count: int
+    nbytes: int
+    seconds: float
+    share: float
+
+    @property
+    def gb_per_s(self) -> float | None:
+        return self.nbytes / self.seconds / 1e9 if self.seconds > 0 else None
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """Kernels and bytes of the run against the unfused plan of the same graph."""
+
+    kernels: int
+    nbytes: int
+    unfused_kernels: int
+    unfused_bytes: int
+    unknown: int = 0  # pre-fusion kernels whose bytes are not known (rewritten before fusion)
+
+    @property
+    def kernels_saved(self) -> int:
+        return self.unfused_kernels - self.kernels
+
+    @property
+    def bytes_saved(self) -> int:
+        return self.unfused_bytes - self.nbytes
+
+
+@dataclass(frozen=True)
+class Report:
+    """A run's hotspots; ``_repr_html_`` in a notebook, ``str`` as text, :meth:`to_html` to
+    a standalone file."""
+
+    wall_s: float
+    devices: tuple[DeviceTime, ...]
+    no_device_s: float  # the wall time when no device was busy
+    kernels: tuple[KernelRow, ...]
+    ops: tuple[OpRow, ...]
+    copies: tuple[CopyRow, ...]
+    fusion: Fusion | None
+    peaks: Mapping[str, Peak | None]
+    suggestions: tuple[Suggestion, ...] = ()
+    waits: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def compile_s(self) -> float:
+        return sum(d.compile_s for d in self.devices)
+
+    @property
+    def copy_s(self) -> float:
+        return sum(d.copy_s for d in self.devices)
+
+    @property
+    def run_s(self) -> float:
+        return sum(d.run_s for d in self.devices)
+
+    def __str__(self) -> str:
+        from hermes_nb.runtime.report_html import text
+
+        return text(self)
+
+    __repr__ = __str__
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    def _repr_html_(self) -> str:
+        from hermes_nb.runtime.report_html import fragment
+
+        return fragment(self)
+
+    def to_html(self, path: str | Any) -> str:
+        """Write the report as one standalone HTML file (inline CSS, no outside requests)
+        and return its path."""
+        import os
+
+        from hermes_nb.runtime.report_html import document
+
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(document(self))
+        return os.fspath(path)
+
+
+def _union(intervals: list[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
+
+
+def _device_times(profile: Profile, wall: float) -> tuple[tuple[DeviceTime, ...], float]:
+    kernels, transfers = profile.snapshot()
+    compiles = [c for c in profile.compile_events() if not c.key.endswith(BACKGROUND_SUFFIX)]
+    names = list(dict.fromkeys([k.device for k in kernels] + [t.device for t in transfers]
+                               + [c.device for c in compiles]))
+    rows = tuple(DeviceTime(
+        d, wall, sum(c.seconds for c in compiles if c.device == d),
+        sum(k.seconds for k in kernels if k.device == d),
+        sum(t.seconds for t in transfers if t.device == d)) for d in names)
+    busy = ([(k.start, k.end) for k in kernels] + [(t.start, t.end) for t in transfers]
+            + [(c.start, c.end) for c in compiles])
+    return rows, max(wall - _union(busy), 0.0)
+
+
+def _names(profile: Profile) -> dict[str, str]:
+    named = getattr(profile, "kernel_names", None)  # the views' names, where profiles give them
+    try:
+        return dict(named()) if callable(named) else {}
+    except Exception:
+        return {}
+
+
+def _kernel_rows(profile: Profile, wall: float, peaks: Mapping[str, Peak | None]
+                 ) -> tuple[KernelRow, ...]:
+    plan = {k.name: k for k in profile.plan.kernels} if profile.plan is not None else {}
+    flops = profile.work.flops if profile.work is not None else {}
+    names = _names(profile)
+    runs: dict[str, list[Any]] = {}
+    for run in profile.snapshot()[0]:
+        runs.setdefault(run.kernel, []).append(run)
+    rows = []
+    for key, group in runs.items():
+        devices = tuple(dict.fromkeys(r.device for r in group))
+        run_s, compile_s = sum(r.seconds for r in group), sum(r.compile_s for r in group)
+        planned, counted = plan.get(key), flops.get(key)
+        rows.append(KernelRow(
+            key, names.get(key, key), group[0].op, devices, run_s, compile_s,
+            (run_s + compile_s) / wall if wall > 0 else 0.0,
+            planned.bytes_moved if planned is not None else None,
+            counted.count if counted is not None else None,
+            counted.estimated if counted is not None else True,
+            planned.members if planned is not None else (key,),
+            peaks.get(devices[0]) if len(devices) == 1 else None))
+    return tuple(sorted(rows, key=lambda r: -r.total_s))
+
+
+def op_name(key: str) -> str:
+    """``hermes-<op>-<token>`` -> ``<op>``."""
+    body = key[len("hermes-"):] if key.startswith("hermes-") else key
+    return body.rsplit("-", 1)[0] if "-" in body else body
+
+
+def _op_rows(kernels: tuple[KernelRow, ...], wall: float) -> tuple[OpRow, ...]:
+    ops: dict[str, list[Any]] = {}
+    for k in kernels:
+        members = [m for m in k.members if op_name(m) not in SOURCES] or [k.key]
+        for m in members:
+            row = ops.setdefault(op_name(m), [0, [], 0.0])
+            row[0] += 1
+            if k.name not in row[1]:
+                row[1].append(k.name)
+            row[2] += k.total_s / len(members)
+    rows = [OpRow(op, n, tuple(ks), s, s / wall if wall > 0 else 0.0)
+            for op, (n, ks, s) in ops.items()]
+    return tuple(sorted(rows, key=lambda r: -r.seconds))
+
+
+def _copy_rows(profile: Profile, wall: float) -> tuple[CopyRow, ...]:
+    pairs: dict[tuple[str, str], list[float]] = {}
+    for t in profile.snapshot()[1]:
+        row = pairs.setdefault((t.source, t.device), [0, 0, 0.0])
+        row[0] += 1
+        row[1] += t.nbytes
+        row[2] += t.seconds
+    rows = [CopyRow(s, d, int(n), int(b), sec, sec / wall if wall > 0 else 0.0)
+            for (s, d), (n, b, sec) in pairs.items()]
+    return tuple(sorted(rows, key=lambda r: -r.seconds))
+
+
+def _fusion(profile: Profile) -> Fusion | None:
+    if profile.plan is None or profile.work is None:
+        return None
+    work = profile.work
+    return Fusion(len(profile.plan.kernels), sum(k.bytes_moved for k in profile.plan.kernels),
+                  work.unfused_kernels, work.unfused_bytes, work.unfused_unknown)
+
+
+def _profile_of(profile_or_run: Any) -> Profile:
+    if profile_or_run is None:
+        profile = last_profile()
+        if profile is None:
+            raise ValueError("hm.report: nothing has run in this process yet; compute a "
+                             "tensor first or pass a Profile")
+        return profile
+    if isinstance(profile_or_run, Profile):
+        return profile_or_run
+    inner = getattr(profile_or_run, "profile", None)  # a %%hermes cell's RunSummary
+    if isinstance(inner, Profile):
+        return inner
+    raise TypeError(f"hm.report: expected a Profile (hm.last_profile()) or None, not "
+                    f"{type(profile_or_run).__name__}")
+
+
+def report(profile_or_run: Profile | Any | None = None, *, measure: bool = True,
+           peaks: Mapping[str, Peak | None] | None = None) -> Report:
+    """The hotspot report of a run: wall time per device split into compile, run, copies
+    and idle; kernels and ops sorted by time with their share of the wall time; achieved
+    GB/s and GFLOP/s against each device's measured peak (a roofline position); what
+    fusion saved; and suggestions, each with the figure behind it.
+
+    Parameters
+    ----------
+    profile_or_run : Profile, optional
+        The run to report on (a ``%%hermes`` cell's summary works too); default: the last
+        run in this process (``hm.last_profile()``).
+    measure : bool
+        Measure a device's peak bandwidth and matmul FLOP/s the first time it is met
+        (under a second per device, kept on disk, never inside a run). ``False`` uses no
+        peaks: the report says "peak unknown".
+    peaks : mapping, optional
+        Device id -> :class:`~hermes_nb.runtime.peaks.Peak` to use instead.
+
+    Returns
+    -------
+    Report
+        Shown as a table in a notebook, as text by ``print``; ``to_html(path)`` writes a
+        standalone file.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hermes_nb as hm
+    >>> x = hm.asarray(np.ones((256, 256), np.float32))
+    >>> _ = hm.compute(hm.sum(hm.exp(x) * 2.0))
+    >>> r = hm.report(measure=False)
+    >>> r.wall_s > 0 and len(r.kernels) >= 1
+    True
+    >>> print(r)  # doctest: +ELLIPSIS
+    Hotspot report: ...
+    """
+    profile = _profile_of(profile_or_run)
+    wall = profile.seconds
+    devices, no_device = _device_times(profile, wall)
+    used = [d.device for d in devices]
+    if peaks is None:
+        peaks = device_peaks(used) if measure else {d: None for d in used}
+    kernels = _kernel_rows(profile, wall, peaks)
+    result = Report(wall, devices, no_device, kernels, _op_rows(kernels, wall),
+                    _copy_rows(profile, wall), _fusion(profile), dict(peaks))
+    return Report(**{**result.__dict__, "suggestions": tuple(suggestions(result, profile))})

@@ -1,0 +1,187 @@
+"""The hotspot report as text and as HTML: bars in CSS, the style inline, nothing loaded
+from anywhere else (a written file opens offline)."""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes_nb.runtime.report import KernelRow, Report
+
+#: the parts of a device's wall time (Okabe-Ito colours, safe for colour-blind readers)
+PARTS = (("compile", "#E69F00"), ("run", "#0072B2"), ("copies", "#CC79A7"), ("idle", "#D9D9D9"))
+TOP = 20  # rows of the kernel and op tables
+
+CSS = """
+.hermes-report{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;
+color:#222;max-width:1100px}
+.hermes-report h3{margin:14px 0 6px;font-size:15px}
+.hermes-report table{border-collapse:collapse;margin:4px 0}
+.hermes-report th,.hermes-report td{padding:2px 8px;border-bottom:1px solid #e4e4e4;
+text-align:right;white-space:nowrap}
+.hermes-report th:first-child,.hermes-report td:first-child{text-align:left}
+.hermes-report .bar{display:flex;width:420px;height:14px;border:1px solid #bbb}
+.hermes-report .bar span{display:block;height:100%}
+.hermes-report .share{display:inline-block;height:9px;background:#0072B2;vertical-align:middle}
+.hermes-report .key{display:inline-block;width:10px;height:10px;margin:0 3px 0 10px}
+.hermes-report .note{color:#666;font-size:12px}
+.hermes-report li{margin:3px 0}
+"""
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def _mb(n: int | None) -> str:
+    return "—" if n is None else f"{n / 1e6:.2f} MB"
+
+
+def _rate(x: float | None, unit: str = "") -> str:
+    return "—" if x is None else f"{x:.3g} {unit}".rstrip()
+
+
+def _roof(k: KernelRow) -> str:
+    if k.roofline is None:
+        return "peak unknown" if k.peak is None or not k.peak.gb_per_s else "—"
+    return f"{100 * k.roofline:.0f}% of {k.bound} peak"
+
+
+def _parts(d: object) -> list[float]:
+    return [d.compile_s, d.run_s, d.copy_s, d.idle_s]  # type: ignore[attr-defined]
+
+
+def text(r: Report) -> str:
+    from hermes_nb.runtime.report import FLOPS_MEANS, HOST_MEANS, IDLE_MEANS
+
+    lines = [f"Hotspot report: {len(r.kernels)} kernel(s) in {_ms(r.wall_s)} wall "
+             f"(compile {_ms(r.compile_s)}, run {_ms(r.run_s)}, copies {_ms(r.copy_s)}, "
+             f"no device busy {_ms(r.no_device_s)})", "", "device      compile        run"
+             "     copies       idle  peak"]
+    for d in r.devices:
+        peak = r.peaks.get(d.device)
+        figures = ("peak unknown" if peak is None else
+                   f"{_rate(peak.gb_per_s, 'GB/s')}, {_rate(peak.gflop_per_s, 'GFLOP/s')}")
+        lines.append(f"{d.device:<10}" + "".join(f"{_ms(s):>11}" for s in _parts(d))
+                     + f"  {figures}")
+    lines += ["", f"{'kernel':<34} {'device':<10} {'ms':>9} {'compile':>9} {'share':>6} "
+              f"{'MB':>9} {'GB/s':>8} {'GFLOP/s':>8}  roofline"]
+    for k in r.kernels[:TOP]:
+        lines.append(f"{k.name[:34]:<34} {','.join(k.devices):<10} {k.run_s * 1e3:9.3f} "
+                     f"{k.compile_s * 1e3:9.1f} {100 * k.share:5.1f}% "
+                     f"{'—' if k.nbytes is None else f'{k.nbytes / 1e6:.2f}':>9} "
+                     f"{_rate(k.gb_per_s):>8} {_rate(k.gflop_per_s):>8}  {_roof(k)}")
+    lines += ["", "op (before fusion)            count         ms  share"]
+    for o in r.ops[:TOP]:
+        lines.append(f"{o.op[:28]:<28} {o.count:6d} {o.seconds * 1e3:10.3f} {100 * o.share:5.1f}%")
+    for c in r.copies:
+        lines.append(f"copies {c.source} -> {c.device}: {c.count} ({_mb(c.nbytes)}) in "
+                     f"{_ms(c.seconds)}, {100 * c.share:.0f}% of the wall time")
+    if r.fusion is not None:
+        lines += ["", _fusion_line(r)]
+    lines += ["", "suggestions:"] + [f"  - {s.text}" for s in r.suggestions] + (
+        ["  (none: nothing stands out)"] if not r.suggestions else [])
+    lines += ["", IDLE_MEANS + ".", HOST_MEANS + ".", FLOPS_MEANS + "."]
+    return "\n".join(lines)
+
+
+def _fusion_line(r: Report) -> str:
+    f = r.fusion
+    assert f is not None
+    unknown = f" ({f.unknown} unfused kernel(s) of unknown size)" if f.unknown else ""
+    return (f"fusion: {f.kernels} kernel(s) moving {_mb(f.nbytes)} instead of "
+            f"{f.unfused_kernels} moving {_mb(f.unfused_bytes)} unfused: "
+            f"{f.kernels_saved} kernel(s) and {_mb(f.bytes_saved)} avoided{unknown}")
+
+
+def _bar(d: object, wall: float) -> str:
+    spans = "".join(
+        f"<span style='width:{100 * s / wall:.2f}%;background:{color}' "
+        f"title='{name} {_ms(s)}'></span>"
+        for (name, color), s in zip(PARTS, _parts(d)) if wall > 0 and s > 0)
+    return f"<div class='bar'>{spans}</div>"
+
+
+def _devices(r: Report) -> str:
+    rows = []
+    for d in r.devices:
+        peak = r.peaks.get(d.device)
+        figures = ("peak unknown" if peak is None else
+                   f"{_rate(peak.gb_per_s, 'GB/s')}, {_rate(peak.gflop_per_s, 'GFLOP/s')}")
+        cells = "".join(f"<td>{_ms(s)}</td>" for s in _parts(d))
+        rows.append(f"<tr><td>{html.escape(d.device)}</td><td>{_bar(d, r.wall_s)}</td>{cells}"
+                    f"<td>{html.escape(figures)}</td></tr>")
+    keys = "".join(f"<span class='key' style='background:{c}'></span>{n}" for n, c in PARTS)
+    return ("<table><thead><tr><th>device</th><th>wall time " + keys + "</th><th>compile</th>"
+            "<th>run</th><th>copies</th><th>idle</th><th>measured peak</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _share(x: float) -> str:
+    return (f"<span class='share' style='width:{min(max(x, 0.0), 1.0) * 80:.1f}px'></span> "
+            f"{100 * x:.1f}%")
+
+
+def _kernels(r: Report) -> str:
+    rows = "".join(
+        f"<tr><td title='{html.escape(k.key)}'>{html.escape(k.name)}</td>"
+        f"<td>{html.escape(k.op)}</td><td>{html.escape(', '.join(k.devices))}</td>"
+        f"<td>{k.run_s * 1e3:.3f}</td><td>{k.compile_s * 1e3:.1f}</td><td>{_share(k.share)}</td>"
+        f"<td>{_mb(k.nbytes)}</td><td>{_rate(k.gb_per_s, '')}</td>"
+        f"<td>{_rate(k.gflop_per_s)}"
+        f"{'*' if k.gflop_per_s is not None and k.flops_estimated else ''}</td>"
+        f"<td>{html.escape(_roof(k))}</td></tr>" for k in r.kernels[:TOP])
+    return ("<table><thead><tr><th>kernel</th><th>op</th><th>device</th><th>run ms</th>"
+            "<th>compile ms</th><th>share of wall</th><th>read+written</th><th>GB/s</th>"
+            f"<th>GFLOP/s</th><th>roofline</th></tr></thead><tbody>{rows}</tbody></table>")
+
+
+def _ops(r: Report) -> str:
+    rows = "".join(
+        f"<tr><td>{html.escape(o.op)}</td><td>{o.count}</td>"
+        f"<td>{html.escape(', '.join(o.kernels)[:80])}</td><td>{o.seconds * 1e3:.3f}</td>"
+        f"<td>{_share(o.share)}</td></tr>" for o in r.ops[:TOP])
+    return ("<table><thead><tr><th>op (before fusion)</th><th>count</th><th>in kernels</th>"
+            f"<th>ms</th><th>share of wall</th></tr></thead><tbody>{rows}</tbody></table>")
+
+
+def _copies(r: Report) -> str:
+    if not r.copies:
+        return "<p class='note'>No copies between devices.</p>"
+    rows = "".join(
+        f"<tr><td>{html.escape(c.source)} → {html.escape(c.device)}</td><td>{c.count}</td>"
+        f"<td>{_mb(c.nbytes)}</td><td>{c.seconds * 1e3:.3f}</td><td>{_rate(c.gb_per_s, '')}"
+        f"</td><td>{_share(c.share)}</td></tr>" for c in r.copies)
+    return ("<table><thead><tr><th>copies</th><th>count</th><th>bytes</th><th>ms</th>"
+            f"<th>GB/s</th><th>share of wall</th></tr></thead><tbody>{rows}</tbody></table>")
+
+
+def fragment(r: Report) -> str:
+    """The report as a block of HTML for a notebook output (its style included)."""
+    from hermes_nb.runtime.report import FLOPS_MEANS, HOST_MEANS, IDLE_MEANS
+
+    advice = "".join(f"<li>{html.escape(s.text)}</li>" for s in r.suggestions) or (
+        "<li>none: nothing stands out</li>")
+    fusion = f"<p>{html.escape(_fusion_line(r))}</p>" if r.fusion is not None else (
+        "<p class='note'>No plan kept for this run: fusion savings unknown.</p>")
+    return (
+        f"<div class='hermes-report'><style>{CSS}</style>"
+        f"<h3>Hotspot report: {len(r.kernels)} kernel(s) in {_ms(r.wall_s)}</h3>"
+        f"<p>compile {_ms(r.compile_s)} · run {_ms(r.run_s)} · copies {_ms(r.copy_s)} · "
+        f"no device busy {_ms(r.no_device_s)}</p>"
+        f"<h3>Suggestions</h3><ul>{advice}</ul>"
+        f"<h3>Wall time per device</h3>{_devices(r)}"
+        f"<h3>Kernels by time</h3>{_kernels(r)}<h3>Ops by time</h3>{_ops(r)}"
+        f"<h3>Copies</h3>{_copies(r)}<h3>What fusion saved</h3>{fusion}"
+        f"<p class='note'>{html.escape(IDLE_MEANS)}.<br>{html.escape(HOST_MEANS)}.<br>"
+        f"{html.escape(FLOPS_MEANS)} (marked *). A fused kernel's time is split evenly over "
+        "its ops. Peaks: a streaming add and a float32 matmul, measured once per device."
+        "</p></div>")
+
+
+def document(r: Report) -> str:
+    """A standalone HTML page of the report."""
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            "<title>Hermes hotspot report</title></head>"
+            f"<body>{fragment(r)}</body></html>\n")

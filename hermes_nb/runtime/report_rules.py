@@ -1,0 +1,152 @@
+"""The hotspot report's suggestions: each rule reads the report's numbers and, past its
+threshold, says in plain words what to change, quoting the figure that triggered it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hermes_nb.runtime.profile import KernelRun, Profile
+
+if TYPE_CHECKING:
+    from hermes_nb.runtime.report import Report
+
+#: copies to one device over this share of the wall time
+COPY_SHARE = 0.25
+#: compiles over this share of the wall time
+COMPILE_SHARE = 0.5
+#: a kernel of at least KERNEL_SHARE of the wall time at or above this fraction of its peak
+NEAR_PEAK = 0.7
+#: ... or below this one
+FAR_FROM_PEAK = 0.1
+KERNEL_SHARE = 0.1
+#: the wall time with no device busy over this share
+NO_DEVICE_SHARE = 0.3
+#: kernels waiting for their device (ready, inputs copied, device busy) at least this long
+WAIT_MIN_S = 1e-3
+#: ... adding up to this share of the wall time, while a device they could run on was idle
+WAIT_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    kind: str  # copies | compile | near-peak | far-from-peak | no-device | waiting
+    text: str  # the advice, with its figure
+    figure: float  # the number that triggered it (a fraction of the wall time or a peak)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _copies(report: Report) -> Iterator[Suggestion]:
+    for d in report.devices:
+        share = d.copy_s / report.wall_s if report.wall_s > 0 else 0.0
+        if share < COPY_SHARE:
+            continue
+        sources = [c for c in report.copies if c.device == d.device]
+        source = max(sources, key=lambda c: c.seconds).source if sources else "the host"
+        moved = sum(c.nbytes for c in sources)
+        yield Suggestion("copies", f"{_pct(share)} of this run copied data to {d.device} "
+                         f"({moved / 1e6:.1f} MB): keep inputs resident (hm.compute them once "
+                         f"and reuse the result) or pin to {source}", share)
+
+
+def _compile(report: Report) -> Iterator[Suggestion]:
+    share = report.compile_s / report.wall_s if report.wall_s > 0 else 0.0
+    if share >= COMPILE_SHARE:
+        yield Suggestion("compile", f"compile took {_pct(share)} of the wall time "
+                         f"({report.compile_s * 1e3:.0f} ms): it is paid once; the next run "
+                         "reuses the kernels", share)
+
+
+def _peaks(report: Report) -> Iterator[Suggestion]:
+    for k in report.kernels:
+        fraction, bound = k.roofline, k.bound
+        if fraction is None or k.share < KERNEL_SHARE:
+            continue
+        what = "bandwidth" if bound == "memory" else "matmul FLOP/s"
+        where = f"{k.name} on {k.devices[0]}"
+        if fraction >= NEAR_PEAK:
+            yield Suggestion("near-peak", f"{where} reached {_pct(fraction)} of the measured "
+                             f"{what}: {bound}-bound, near the limit"
+                             + ("; only less traffic (fusion, smaller dtypes) makes it faster"
+                                if bound == "memory" else ""), fraction)
+        elif fraction < FAR_FROM_PEAK:
+            yield Suggestion("far-from-peak", f"{where} takes {_pct(k.share)} of the wall time "
+                             f"at {_pct(fraction)} of the measured {what}: it is held back by "
+                             "launch cost or latency, not by the device's peak; fewer, larger "
+                             "launches (or another device) may suit it better", fraction)
+
+
+def _no_device(report: Report) -> Iterator[Suggestion]:
+    share = report.no_device_s / report.wall_s if report.wall_s > 0 else 0.0
+    if share >= NO_DEVICE_SHARE:
+        yield Suggestion("no-device", f"no device was busy for {_pct(share)} of the wall time "
+                         f"({report.no_device_s * 1e3:.1f} ms): planning, Python and hand-offs "
+                         "between kernels; computing several results in one hm.compute (or "
+                         "fewer, larger kernels) cuts it", share)
+
+
+def _busy(profile: Profile) -> dict[str, list[tuple[float, float]]]:
+    kernels, transfers = profile.snapshot()
+    busy: dict[str, list[tuple[float, float]]] = {}
+    for k in kernels:
+        busy.setdefault(k.device, []).append((k.start, k.end))
+    for t in transfers:
+        busy.setdefault(t.device, []).append((t.start, t.end))
+    return busy
+
+
+def _overlap(intervals: list[tuple[float, float]], a: float, b: float) -> float:
+    return sum(max(0.0, min(e, b) - max(s, a)) for s, e in intervals)
+
+
+def waits(profile: Profile) -> list[tuple[KernelRun, str, float]]:
+    """Kernels that waited for their device: (run, an idle device it could have run on, the
+    wait in seconds), the wait being from its inputs' kernels' end (the run's start for
+    none) to its start, less copies to its device meanwhile."""
+    if profile.plan is None:
+        return []
+    planned = {k.name: k for k in profile.plan.kernels}
+    kernels = profile.snapshot()[0]
+    ends: dict[str, float] = {}
+    for k in kernels:
+        ends[k.kernel] = max(ends.get(k.kernel, 0.0), k.end)
+    busy = _busy(profile)
+    found = []
+    for run in kernels:
+        plan = planned.get(run.kernel)
+        if plan is None or run.is_tile:
+            continue
+        ready = max([ends[i] for i in plan.inputs if i in ends], default=profile.started)
+        wait = run.start - ready - _overlap(
+            [(t.start, t.end) for t in profile.snapshot()[1] if t.device == run.device],
+            ready, run.start)
+        if wait < WAIT_MIN_S:
+            continue
+        idle = [d for d in plan.estimates if d != run.device
+                and _overlap(busy.get(d, []), ready, run.start) < 0.1 * wait]
+        if idle:
+            found.append((run, idle[0], wait))
+    return found
+
+
+def _waiting(report: Report, profile: Profile) -> Iterator[Suggestion]:
+    by_pair: dict[tuple[str, str], list[float]] = {}
+    for run, idle, wait in waits(profile):
+        by_pair.setdefault((run.device, idle), []).append(wait)
+    for (device, idle), found in by_pair.items():
+        share = sum(found) / report.wall_s if report.wall_s > 0 else 0.0
+        if share >= WAIT_SHARE:
+            yield Suggestion("waiting", f"{len(found)} kernel(s) waited for {device} "
+                             f"({sum(found) * 1e3:.1f} ms, {_pct(share)} of the wall time) while "
+                             f"{idle} was idle: pin some of them to {idle} (hm.device) or let the "
+                             "scheduler spread them (policy 'auto')", share)
+
+
+def suggestions(report: Report, profile: Profile) -> list[Suggestion]:
+    """Every rule's suggestions, the costliest kinds first."""
+    return [*_copies(report), *_compile(report), *_waiting(report, profile),
+            *_no_device(report), *_peaks(report)]
