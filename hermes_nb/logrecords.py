@@ -41,6 +41,7 @@ __all__ = ["Record", "Records", "build_warnings", "close_run", "emit", "extra", 
 
 ROOT = "hermes_nb"
 CAPACITY = 2000  # records kept in memory
+VIEWER = "hermes_nb.widgets.log:LogView"  # what Records.view() shows (needs ipywidgets)
 CATEGORIES = ("compile", "fallback", "selftest", "calibration", "worker", "device", "runtime")
 _DEVICE_RE = re.compile(r"(?<![\w:])((?:tcp|tls|inproc)://\S+?/)?((?:cpu|opencl|cuda|reference)"
                         r":\d+)")
@@ -114,9 +115,11 @@ class Records(list[Record]):
 
     def view(self) -> Any:
         """A notebook view with device, level, kernel and category filters (ipywidgets)."""
-        from hermes_nb.widgets.log import LogView  # the notebook side, imported on use
+        import importlib
 
-        return LogView(self)
+        # the notebook side, named not imported: this module sits below every layer
+        module, _, name = VIEWER.partition(":")
+        return getattr(importlib.import_module(module), name)(self)
 
 
 _COLOURS = {"WARNING": "#b35900", "ERROR": "#b00020", "CRITICAL": "#b00020", "DEBUG": "#777"}
