@@ -1,4 +1,4 @@
-"""The live load monitor: per-device busy fraction, memory and queue, updating while shown,
+"""The live load monitor: per-device busy %, memory and queue, updating while shown,
 and the kernel builds running now ("compiling fused_stencil on opencl:0 (1.2 s)")."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import ipywidgets
 from hermes_nb.runtime.monitor import LoadSampler
 from hermes_nb.runtime.profile import compiling_now
 from hermes_nb.widgets.fallback import view_bundle
-from hermes_nb.widgets.load import load_figure, stream_load
+from hermes_nb.widgets.load import load_figure, stop_load, stream_load
 from hermes_nb.widgets.show import ViewWidget, as_widget
 
 
@@ -67,12 +67,14 @@ class LoadMonitor(ipywidgets.VBox):
             self.cpu_seconds += time.thread_time() - begin
 
     def stop(self) -> None:
-        """Stop sampling; the figures keep what they show."""
+        """Stop sampling; the figures keep the history they show, and the queue bars, which
+        would show a stale queue, drop to zero."""
         if self._stop.is_set():
             return
         self._stop.set()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
+        stop_load(self.figure)
         self.status.value = self._status_text(running=False)
 
     def __repr__(self) -> str:
