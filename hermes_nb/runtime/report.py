@@ -317,8 +317,8 @@ def _profile_of(profile_or_run: Any) -> Profile:
     inner = getattr(profile_or_run, "profile", None)  # a %%hermes cell's RunSummary
     if isinstance(inner, Profile):
         return inner
-    raise TypeError(f"hm.report: expected a Profile (hm.last_profile()) or None, not "
-                    f"{type(profile_or_run).__name__}")
+    raise TypeError("hm.report: expected a Profile (hermes_nb.runtime.last_profile()) or "
+                    f"None, not {type(profile_or_run).__name__}")
 
 
 def report(profile_or_run: Profile | Any | None = None, *, measure: bool = True,
@@ -332,7 +332,7 @@ def report(profile_or_run: Profile | Any | None = None, *, measure: bool = True,
     ----------
     profile_or_run : Profile, optional
         The run to report on (a ``%%hermes`` cell's summary works too); default: the last
-        run in this process (``hm.last_profile()``).
+        run in this process (``hermes_nb.runtime.last_profile()``).
     measure : bool
         Measure a device's peak bandwidth and matmul FLOP/s the first time it is met
         (under a second per device, kept on disk, never inside a run). ``False`` uses no

@@ -18,9 +18,10 @@ COPY_SHARE = 0.25
 COMPILE_SHARE = 0.5
 #: a kernel of at least KERNEL_SHARE of the wall time at or above this fraction of its peak
 NEAR_PEAK = 0.7
-#: ... or below this one
-FAR_FROM_PEAK = 0.1
 KERNEL_SHARE = 0.1
+#: a kernel of at least FAR_SHARE of the wall time below this fraction of its peak
+FAR_FROM_PEAK = 0.1
+FAR_SHARE = 0.25
 #: the wall time with no device busy over this share
 NO_DEVICE_SHARE = 0.3
 #: kernels waiting for their device (ready, inputs copied, device busy) at least this long
@@ -73,7 +74,7 @@ def _peaks(report: Report) -> Iterator[Suggestion]:
                              f"{what}: {bound}-bound, near the limit"
                              + ("; only less traffic (fusion, smaller dtypes) makes it faster"
                                 if bound == "memory" else ""), fraction)
-        elif fraction < FAR_FROM_PEAK:
+        elif fraction < FAR_FROM_PEAK and k.share >= FAR_SHARE:
             yield Suggestion("far-from-peak", f"{where} takes {_pct(k.share)} of the wall time "
                              f"at {_pct(fraction)} of the measured {what}: it is held back by "
                              "launch cost or latency, not by the device's peak; fewer, larger "
