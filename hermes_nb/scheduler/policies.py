@@ -31,11 +31,13 @@ is not explored further.
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from hermes_nb import logrecords
 from hermes_nb.scheduler.health import HealthRegistry
 from hermes_nb.scheduler.history import HistoryStore
 from hermes_nb.scheduler.kernel import KernelInfo
@@ -253,7 +255,12 @@ class Scheduler:
             decision = self._by_estimate(kernel, healthy, candidates, "auto", commit)
             reason = f"cpu policy, but no healthy cpu device: {decision.reason}"
             return Decision(decision.device, "cpu", reason, kernel, candidates, decision.calibrating)
-        return self._by_estimate(kernel, healthy, candidates, policy, commit)
+        decision = self._by_estimate(kernel, healthy, candidates, policy, commit)
+        if commit and decision.calibrating:  # an exploration run: the log says why
+            logrecords.emit(logging.DEBUG, decision.reason, logger="hermes_nb.scheduler",
+                            device=decision.device, kernel=kernel.signature,
+                            category="calibration")
+        return decision
 
     def _estimate(
         self, kernel: KernelInfo, device: str, inputs: Sequence[InputData], wait_s: Mapping[str, float] | None

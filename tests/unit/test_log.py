@@ -219,3 +219,13 @@ def test_hermes_log_magic_shows_the_filtered_view(monkeypatch):
         magics._line("log --devcie opencl:3")
     with pytest.raises(UsageError, match="unknown log level"):
         magics._line("log --level loud")
+
+
+def test_a_calibration_choice_is_a_record(fresh_scheduler):
+    from hermes_nb.scheduler import kernel_info
+
+    kernel = kernel_info("exp", (1024,), "float32", [(1024,)], ["float32"])
+    decision = fresh_scheduler.decide(kernel, ["cpu:0", "opencl:9"], policy="auto")
+    assert decision.calibrating
+    (record,) = hm.logs(category="calibration", kernel=kernel.signature, last=1)
+    assert record.device == decision.device and record.message == decision.reason
