@@ -15,20 +15,11 @@ from typing import Any
 
 from hermes_nb.runtime.peaks import Peak, device_peaks
 from hermes_nb.runtime.profile import BACKGROUND_SUFFIX, Profile, last_profile
+from hermes_nb.runtime.report_html import FLOPS_MEANS, HOST_MEANS, IDLE_MEANS, document, fragment, text
 from hermes_nb.runtime.report_rules import Suggestion, suggestions
 
-__all__ = ["CopyRow", "DeviceTime", "KernelRow", "OpRow", "Report", "Suggestion", "report"]
-
-#: what the report means by a device's idle time
-IDLE_MEANS = ("idle: the part of the wall time a device neither ran, compiled nor received "
-              "a copy for this run (waiting for inputs from another device, for the host, "
-              "or with nothing to do)")
-#: what the report means by time no device was busy
-HOST_MEANS = ("no device busy: the part of the wall time when no device ran, compiled or "
-              "copied (planning, Python and hand-offs between threads)")
-FLOPS_MEANS = ("GFLOP/s are exact for a matmul (2·M·N·K); elsewhere an estimate (the "
-               "instructions of a fused program times its elements, two per stencil tap)")
-
+__all__ = ["FLOPS_MEANS", "HOST_MEANS", "IDLE_MEANS", "CopyRow", "DeviceTime", "KernelRow",
+           "OpRow", "Report", "Suggestion", "report"]
 
 #: the kernels placed against the compute peak (a matmul's FLOP/s); the others against the
 #: bandwidth, the roof an elementwise kernel, a reduction or a stencil meets first here
@@ -182,8 +173,6 @@ class Report:
         return sum(d.run_s for d in self.devices)
 
     def __str__(self) -> str:
-        from hermes_nb.runtime.report_html import text
-
         return text(self)
 
     __repr__ = __str__
@@ -192,16 +181,12 @@ class Report:
         p.text(str(self))
 
     def _repr_html_(self) -> str:
-        from hermes_nb.runtime.report_html import fragment
-
         return fragment(self)
 
     def to_html(self, path: str | Any) -> str:
         """Write the report as one standalone HTML file (inline CSS, no outside requests)
         and return its path."""
         import os
-
-        from hermes_nb.runtime.report_html import document
 
         with open(path, "w", encoding="utf-8") as f:
             f.write(document(self))

@@ -4,10 +4,20 @@ from anywhere else (a written file opens offline)."""
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from hermes_nb.runtime.report import KernelRow, Report
+# a hermes_nb.runtime.report Report and KernelRow (that module imports this one)
+Report = KernelRow = Any
+
+#: what the report means by a device's idle time
+IDLE_MEANS = ("idle: the part of the wall time a device neither ran, compiled nor received "
+              "a copy for this run (waiting for inputs from another device, for the host, "
+              "or with nothing to do)")
+#: what the report means by time no device was busy
+HOST_MEANS = ("no device busy: the part of the wall time when no device ran, compiled or "
+              "copied (planning, Python and hand-offs between threads)")
+FLOPS_MEANS = ("GFLOP/s are exact for a matmul (2·M·N·K); elsewhere an estimate (the "
+               "instructions of a fused program times its elements, two per stencil tap)")
 
 #: the parts of a device's wall time (Okabe-Ito colours, safe for colour-blind readers)
 PARTS = (("compile", "#E69F00"), ("run", "#0072B2"), ("copies", "#CC79A7"), ("idle", "#D9D9D9"))
@@ -53,8 +63,6 @@ def _parts(d: object) -> list[float]:
 
 
 def text(r: Report) -> str:
-    from hermes_nb.runtime.report import FLOPS_MEANS, HOST_MEANS, IDLE_MEANS
-
     lines = [f"Hotspot report: {len(r.kernels)} kernel(s) in {_ms(r.wall_s)} wall "
              f"(compile {_ms(r.compile_s)}, run {_ms(r.run_s)}, copies {_ms(r.copy_s)}, "
              f"no device busy {_ms(r.no_device_s)})", "", "device      compile        run"
@@ -159,8 +167,6 @@ def _copies(r: Report) -> str:
 
 def fragment(r: Report) -> str:
     """The report as a block of HTML for a notebook output (its style included)."""
-    from hermes_nb.runtime.report import FLOPS_MEANS, HOST_MEANS, IDLE_MEANS
-
     advice = "".join(f"<li>{html.escape(s.text)}</li>" for s in r.suggestions) or (
         "<li>none: nothing stands out</li>")
     fusion = f"<p>{html.escape(_fusion_line(r))}</p>" if r.fusion is not None else (

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from hermes_nb.runtime.profile import KernelRun, Profile
 
-if TYPE_CHECKING:
-    from hermes_nb.runtime.report import Report
+Report = Any  # a hermes_nb.runtime.report.Report, which imports this module
 
 #: copies to one device over this share of the wall time
 COPY_SHARE = 0.25
