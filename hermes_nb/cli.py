@@ -9,12 +9,13 @@ from collections.abc import Sequence
 
 def _devices(show_all: bool) -> int:
     from hermes_nb.backends import devices
+    from hermes_nb.backends.memory import memory_text
 
     for d in devices():
         info = d.info()
         extra = f"  driver={info['driver']}" if "driver" in info else ""
         print(
-            f"{d.id:<10} {d.name}  memory={d.memory_bytes / 2**30:.1f} GiB  "
+            f"{d.id:<10} {d.name}  memory={memory_text(d)}  "
             f"compute_units={d.compute_units}  fp64={'yes' if d.fp64 else 'no'}{extra}"
         )
     if show_all:

@@ -45,8 +45,10 @@ class DeviceList:
     headers = ("id", "name", "memory", "compute units", "fp64")
 
     def rows(self) -> list[tuple[object, ...]]:
+        from hermes_nb.backends.memory import memory_text  # the CLI's and the lab panel's figure
+
         return [
-            (d.id, d.name, f"{d.memory_bytes / 2**30:.1f} GiB", d.compute_units, "yes" if d.fp64 else "no")
+            (d.id, d.name, memory_text(d), d.compute_units, "yes" if d.fp64 else "no")
             for d in self.devices
         ]
 

@@ -11,10 +11,13 @@ HISTORY_LIMIT = 50
 
 
 def device_rows() -> list[dict[str, Any]]:
-    """Every device Hermes finds, as ``Device.info()`` dicts."""
+    """Every device Hermes finds, as ``Device.info()`` dicts with the memory figure the CLI
+    and ``%hermes devices`` show (``memory_bytes`` and its text, ``memory``)."""
     from hermes_nb.backends import devices
+    from hermes_nb.backends.memory import memory_bytes, memory_text
 
-    return [d.info() for d in devices()]
+    return [{**d.info(), "memory_bytes": memory_bytes(d), "memory": memory_text(d)}
+            for d in devices()]
 
 
 def history_summary(limit: int = HISTORY_LIMIT) -> dict[str, Any]:

@@ -20,10 +20,11 @@ RUNS = 5
 LABEL_SHARE = 0.06
 
 
-def _runs(shown: Profile | Sequence[Profile], runs: int) -> list[Profile]:
+def _runs(shown: Profile | Sequence[Profile], runs: int | None) -> list[Profile]:
     if isinstance(shown, Profile):
-        return recent_profiles(shown)[-max(runs, 1):]
-    return [p for p in shown if isinstance(p, Profile)][-max(runs, 1):]
+        return recent_profiles(shown)[-max(runs or 1, 1):]
+    listed = [p for p in shown if isinstance(p, Profile)]
+    return listed[-max(runs or len(listed), 1):]
 
 
 def _offsets(runs: list[Profile]) -> list[float]:
@@ -80,13 +81,15 @@ def _labels(bars: list[tuple[str, float, float, str]], total_ms: float
     return out
 
 
-def timeline(profile: Profile | Sequence[Profile] | None, runs: int = 1) -> figure | Div:
+def timeline(profile: Profile | Sequence[Profile] | None, runs: int | None = None
+             ) -> figure | Div:
     """The kernels of ``profile`` and of the runs before it in this process (up to ``runs``
-    in all, the task stream :data:`RUNS` long in ``%%hermes --timeline``; or of a list of
-    profiles) as bars from start to end, a lane per device in its
-    colour, with a device legend; bars wide enough carry the kernel's name and time. Hover
-    for key, op, time, estimate, reason and failures. A kernel's builds are hatched bars of
-    their own ("compiling fused_stencil on opencl:0") before its run's bar."""
+    in all, 1 by default, the task stream :data:`RUNS` long in ``%%hermes --timeline``), or
+    of a list of profiles (its last ``runs``, all by default), as bars from start to end,
+    a lane per device in its colour, with a device legend; bars wide enough carry the
+    kernel's name and time. Hover for key, op, time, estimate, reason and failures. A
+    kernel's builds are hatched bars of their own ("compiling fused_stencil on opencl:0")
+    before its run's bar."""
     if not isinstance(profile, (Profile, list, tuple, type(None))):
         return message(f"timeline: expected a hermes Profile, got {type(profile).__name__}")
     shown = _runs(profile, runs) if profile is not None else []
