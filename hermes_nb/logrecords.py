@@ -5,16 +5,20 @@ gives that logger a handler that turns each record into a :class:`Record` (time,
 device, kernel, category, message, and the build log where there is one) and keeps it in a
 bounded buffer (:func:`records`, ``hm.logs()``) and in the buffer of every run in flight
 (``Profile.log``). The category is ``compile``, ``fallback``, ``selftest``,
-``calibration``, ``worker`` (a cluster worker's record), ``device`` or ``runtime``; a call
-names it with ``extra={"hermes_category": ...}`` (see :func:`extra`), else it is read from
-the logger and the message.
+``calibration``, ``device`` or ``runtime``; a call names it with
+``extra={"hermes_category": ...}`` (see :func:`extra`), else it is read from the logger and
+the message. A cluster worker's records reach its client with the kernel reports
+(:func:`ingest`): ``worker`` holds the worker's address, the device reads ``addr/opencl:0``.
 
-What reaches the terminal: with ``HERMES_LOG=debug`` (or ``info``, ``warning``, ``error``)
-every Hermes record at that level or above goes to stderr. Without it, records go on to the
-application's own logging handlers as before (at the levels those loggers allow); when the
-application has none, warnings and errors are printed, a fallback once per kernel and
-device, never on every run. Compiler chatter (PoCL's "N warnings generated", PyOpenCL's
-``CompilerWarning``) becomes DEBUG records with the text attached (:func:`build_warnings`).
+The structured records (compiles, build logs, compiler output, self-test verdicts,
+calibration choices: :func:`emit`) are kept whatever the logging config; plain
+``log.debug`` lines are kept when the ``hermes_nb`` logger lets them through. What reaches
+the terminal: with ``HERMES_LOG=debug`` (or ``info``, ``warning``, ``error``) every Hermes
+record at that level or above goes to stderr. Without it, the application's own logging
+handlers get what its config lets through, as without Hermes; when it has none, warnings and
+errors are printed, a fallback once per kernel and device, never on every run. Compiler
+chatter (PoCL's "N warnings generated", PyOpenCL's ``CompilerWarning``) becomes DEBUG
+records with the text attached (:func:`build_warnings`, :func:`worker_output`).
 
 This module imports nothing of Hermes, so every layer (the scheduler, the backends, the
 isolated build worker) may use it.
@@ -42,7 +46,7 @@ __all__ = ["Record", "Records", "build_warnings", "close_run", "emit", "extra", 
 ROOT = "hermes_nb"
 CAPACITY = 2000  # records kept in memory
 VIEWER = "hermes_nb.widgets.log:LogView"  # what Records.view() shows (needs ipywidgets)
-CATEGORIES = ("compile", "fallback", "selftest", "calibration", "worker", "device", "runtime")
+CATEGORIES = ("compile", "fallback", "selftest", "calibration", "device", "runtime")
 _DEVICE_RE = re.compile(r"(?<![\w:])((?:tcp|tls|inproc)://\S+?/)?((?:cpu|opencl|cuda|reference)"
                         r":\d+)")
 _KERNEL_RE = re.compile(r"\bkernel ([\w.-]+)|^(?:hermes: )?([\w.-]+) failed on ")
@@ -219,29 +223,19 @@ class HermesHandler(logging.Handler):
     def emit(self, rec: logging.LogRecord) -> None:
         try:
             kept = _record(rec)
-            with _lock:
-                _buffer.append(kept)
-                for run in _runs.values():
-                    run.append(kept)
+            _keep([kept])
             self._show(rec, kept)
         except Exception:
             self.handleError(rec)
 
     def _show(self, rec: logging.LogRecord, kept: Record) -> None:
-        if self.print_level is not None:
+        if self.print_level is not None:  # HERMES_LOG: the user asked for these
             if rec.levelno >= self.print_level:
                 self.console.handle(rec)
             return
-        root = logging.getLogger()
-        if root.handlers:  # the application's own logging config decides
-            if rec.levelno >= _threshold(rec.name):
-                for handler in root.handlers:
-                    if rec.levelno >= handler.level:
-                        handler.handle(rec)
-            return
-        if rec.levelno < logging.WARNING:
-            return
-        if kept.category == "fallback":
+        if logging.getLogger().handlers or rec.levelno < logging.WARNING:
+            return  # the application's own handlers show what its config lets through
+        if kept.category == "fallback":  # once per kernel and device, not on every run
             seen = (kept.category, kept.kernel, kept.device)
             with _lock:
                 if seen in _printed:
@@ -250,15 +244,11 @@ class HermesHandler(logging.Handler):
         self.console.handle(rec)
 
 
-def _threshold(name: str) -> int:
-    """The level ``name`` would pass if the ``hermes_nb`` logger kept its default: the
-    nearest explicit level below it (a user's or a test's), else the root logger's."""
-    logger: logging.Logger | None = logging.getLogger(name)
-    while logger is not None and logger.name != ROOT:
-        if logger.level:
-            return logger.level
-        logger = logger.parent  # type: ignore[assignment]
-    return logging.getLogger().getEffectiveLevel()
+def _keep(found: list[Record]) -> None:
+    with _lock:
+        _buffer.extend(found)
+        for run in _runs.values():
+            run.extend(found)
 
 
 _handler: HermesHandler | None = None
@@ -266,13 +256,16 @@ _handler: HermesHandler | None = None
 
 def configure(level: str | None = None) -> None:
     """Print Hermes records at ``level`` and above to stderr (``None``: read
-    ``HERMES_LOG``; unset or empty: the default rule of the module docstring)."""
+    ``HERMES_LOG``; unset or empty: the default rule of the module docstring). A level
+    below the application's lets those records through the ``hermes_nb`` logger too."""
     text = os.environ.get("HERMES_LOG", "") if level is None else level
+    try:
+        chosen = _level_of(text) if text.strip() else None
+    except ValueError:
+        chosen = None
     if _handler is not None:
-        try:
-            _handler.print_level = _level_of(text) if text.strip() else None
-        except ValueError:
-            _handler.print_level = None
+        _handler.print_level = chosen
+        logging.getLogger(ROOT).setLevel(chosen or logging.NOTSET)
     with _lock:
         _printed.clear()
 
@@ -283,10 +276,7 @@ def install() -> HermesHandler:
     with _lock:
         if _handler is None:
             _handler = HermesHandler()
-            logger = logging.getLogger(ROOT)
-            logger.addHandler(_handler)
-            logger.setLevel(logging.DEBUG)
-            logger.propagate = False  # the handler passes records on (see _show)
+            logging.getLogger(ROOT).addHandler(_handler)
     configure()
     return _handler
 
@@ -298,7 +288,6 @@ def uninstall() -> None:
         logger = logging.getLogger(ROOT)
         logger.removeHandler(_handler)
         logger.setLevel(logging.NOTSET)
-        logger.propagate = True
         _handler = None
 
 
@@ -346,15 +335,21 @@ def ingest(wired: Iterable[dict[str, Any]], worker: str, shift: float = 0.0) -> 
         r = Record(**data)
         device = f"{worker}/{r.device}" if r.device and "/" not in r.device else r.device
         found.append(replace(r, device=device, worker=worker, perf=r.perf + shift))
-    with _lock:
-        _buffer.extend(found)
-        for run in _runs.values():
-            run.extend(found)
+    _keep(found)
 
 
 def emit(level: int, message: str, *, logger: str = ROOT, **fields: str) -> None:
-    """Log ``message`` (no %-formatting) with :func:`extra` ``fields``."""
-    logging.getLogger(logger).log(level, "%s", message, extra=extra(**fields), stacklevel=2)
+    """Log ``message`` (no %-formatting) with :func:`extra` ``fields``. A record below the
+    level the logger lets through is still kept (in the buffer and the run's profile),
+    without reaching any other handler."""
+    log = logging.getLogger(logger)
+    if _handler is None or log.isEnabledFor(level):
+        log.log(level, "%s", message, extra=extra(**fields), stacklevel=2)
+        return
+    _keep([Record(time.time(), logging.getLevelName(level), fields.get("device", ""),
+                  fields.get("kernel", ""), fields.get("category", "") or "runtime", message,
+                  logger, fields.get("detail", ""), perf=time.perf_counter(),
+                  thread=threading.get_ident())])
 
 
 # ---------------------------------------------------------------------- builds

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes_nb import logrecords
 from hermes_nb.backends import isolation
 from hermes_nb.cache import cache_dir, private_dir
 
@@ -262,8 +263,9 @@ def verdict_for(candidate: Candidate) -> Verdict:
     if verdict is None:
         verdict = run_selftest(candidate)
         _store(verdict)
-        log.info("hermes: OpenCL device %r (%s) self-test: %s", candidate.device.name.strip(),
-                 candidate.driver, verdict.summary(), extra={"hermes_category": "selftest"})
+        logrecords.emit(logging.INFO, f"hermes: OpenCL device {candidate.device.name.strip()!r} "
+                        f"({candidate.driver}) self-test: {verdict.summary()}",
+                        logger=log.name, category="selftest")
         if not verdict.healthy or verdict.reasons:
             # logged, not warnings.warn: a warnings filter set to "error" must not lose devices
             log.warning("hermes: OpenCL device %r (%s) self-test %s", candidate.device.name.strip(),
