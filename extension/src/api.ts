@@ -7,6 +7,7 @@ export interface IDevice {
   kind: string;
   name: string;
   memory_bytes: number;
+  memory?: string; // the figure the CLI and %hermes devices show, e.g. "23.5 GiB (host)"
   compute_units: number;
   fp64: boolean;
 }
@@ -33,7 +34,20 @@ export interface IHistory {
   links: ILink[];
 }
 
-export async function requestAPI<T>(endpoint: 'devices' | 'history'): Promise<T> {
+export interface IDeviceLoad {
+  id: string;
+  busy_pct: number;
+  kernels: number;
+  last_run_s_ago: number | null;
+  memory: string;
+}
+
+export interface ILoad {
+  window_s: number;
+  devices: IDeviceLoad[];
+}
+
+export async function requestAPI<T>(endpoint: 'devices' | 'history' | 'load'): Promise<T> {
   const settings = ServerConnection.makeSettings();
   const url = URLExt.join(settings.baseUrl, 'hermes', 'api', endpoint);
   const response = await ServerConnection.makeRequest(url, {}, settings);

@@ -1,4 +1,4 @@
-// Hermes in JupyterLab: a status bar item with the device count, and a panel (also in the
+// Hermes in JupyterLab: a status bar item with each device's live load, and a panel (also in the
 // command palette) listing the server machine's devices and what the scheduler measured;
 // BokehJS in every page and a renderer for the notebook views' outputs (views.ts).
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -6,12 +6,14 @@ import { ICommandPalette, MainAreaWidget } from '@jupyterlab/apputils';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { Widget } from '@lumino/widgets';
 
-import { IDevice, requestAPI } from './api';
+import { IDevice, ILoad, requestAPI } from './api';
 import { loadBokehJS } from './bokeh';
-import { DevicesPanel } from './panel';
+import { DevicesPanel, loadText } from './panel';
 import { addViewRenderer } from './views';
 
 const OPEN = 'hermes:open-devices';
+/** How often the status bar item's live load is polled, in ms. */
+const STATUS_POLL_MS = 5000;
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: '@hermes-nb/jupyterlab:plugin',
@@ -45,6 +47,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
       requestAPI<{ devices: IDevice[] }>('devices')
         .then(({ devices }) => {
           item.node.textContent = `Hermes: ${devices.map(d => d.id).join(' · ')}`;
+          // then each device's live load: "Hermes: cpu:0 12% · opencl:0 0%"
+          const poll = (): void => {
+            requestAPI<ILoad>('load')
+              .then(load => {
+                item.node.textContent = `Hermes: ${load.devices.map(loadText).join(' · ')}`;
+              })
+              .catch(() => undefined); // keep the last text; the panel shows the error
+          };
+          poll();
+          window.setInterval(poll, STATUS_POLL_MS);
         })
         .catch(() => {
           item.node.textContent = 'Hermes: server extension not enabled';

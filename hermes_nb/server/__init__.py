@@ -4,7 +4,9 @@ Authenticated JSON endpoints under ``<base_url>/hermes/api/``:
 
 - ``devices``: the devices Hermes finds on the server's machine;
 - ``history``: what the scheduler has measured there (per kernel signature and device: runs and
-  median time, from the shared SQLite history), and each device's measured host link.
+  median time, from the shared SQLite history), and each device's measured host link;
+- ``load``: each device's busy % over the last seconds and its memory, from the runs every
+  Hermes process on the machine records in that history (what the lab panel polls).
 
 and, under ``<base_url>/hermes/bokeh/``, the installed ``bokeh`` package's BokehJS
 (``js/bokeh.min.js`` and its widgets, tables and WebGL parts), which the lab extension puts

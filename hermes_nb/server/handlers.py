@@ -11,7 +11,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from tornado import web
 
-from hermes_nb.server.manager import bokehjs_root, device_rows, history_summary
+from hermes_nb.server.manager import bokehjs_root, device_rows, history_summary, live_load
 
 #: the resource name Jupyter's authorizer is asked about
 AUTH_RESOURCE = "hermes"
@@ -45,6 +45,13 @@ class HistoryHandler(_Handler):
         await self._reply(history_summary)
 
 
+class LoadHandler(_Handler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        await self._reply(live_load)
+
+
 class BokehJSHandler(JupyterHandler, web.StaticFileHandler):
     """BokehJS from the installed ``bokeh`` package (the version the kernels' views are made
     with), for the lab extension to put in the page: the views never need a CDN."""
@@ -64,7 +71,7 @@ class BokehJSHandler(JupyterHandler, web.StaticFileHandler):
 
 def handlers() -> list[tuple[str, type[APIHandler]]]:
     """The JSON endpoints, under ``<base_url>/hermes/api/``."""
-    return [("devices", DevicesHandler), ("history", HistoryHandler)]
+    return [("devices", DevicesHandler), ("history", HistoryHandler), ("load", LoadHandler)]
 
 
 def static_handlers() -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,32 @@ def history_summary(limit: int = HISTORY_LIMIT) -> dict[str, Any]:
                    "d2h_gb_per_s": link.d2h_bytes_per_s / 1e9,
                    "h2d_latency_us": link.h2d_latency_s * 1e6} for link in links],
     }
+
+
+#: the window ``live_load`` measures each device's busy share over
+LOAD_WINDOW_S = 10.0
+
+
+def live_load(window_s: float = LOAD_WINDOW_S, now: float | None = None) -> dict[str, Any]:
+    """Per device of this machine: its busy % over the last ``window_s`` seconds and the
+    kernels run then, from the runs every Hermes process here records in the shared history
+    (so the kernels' runs, not the server's own idle devices), with its memory figure."""
+    from hermes_nb.scheduler.history import HistoryStore, default_path, local_host
+
+    now = time.time() if now is None else now
+    since = now - window_s
+    with HistoryStore(default_path()) as store:
+        recent = [r for r in store.runs() if r.recorded_at >= since
+                  and r.host in ("", local_host())]
+    rows = []
+    for device in device_rows():
+        runs = [r for r in recent if r.device == device["id"]]
+        busy = min(100.0, 100.0 * sum(r.seconds for r in runs) / window_s)
+        last = max((r.recorded_at for r in runs), default=None)
+        rows.append({"id": device["id"], "busy_pct": busy, "kernels": len(runs),
+                     "last_run_s_ago": None if last is None else max(0.0, now - last),
+                     "memory": device["memory"]})
+    return {"window_s": window_s, "devices": rows}
 
 
 def bokehjs_root() -> Path:

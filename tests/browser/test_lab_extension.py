@@ -3,6 +3,8 @@ the token, and the status bar item opens a panel listing this machine's devices.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from lab_harness import LabPage, LabServer
 
@@ -10,7 +12,7 @@ import hermes_nb as hm
 
 pytestmark = pytest.mark.browser
 
-ENDPOINTS = ("hermes/api/devices", "hermes/api/history")
+ENDPOINTS = ("hermes/api/devices", "hermes/api/history", "hermes/api/load")
 
 
 def test_hermes_endpoints_need_the_token(lab_server: LabServer) -> None:
@@ -34,11 +36,19 @@ def test_status_bar_item_opens_the_devices_panel(lab_page: LabPage) -> None:
     item.wait_for()
     page.wait_for_function(
         "() => document.querySelector('.hermes-status').textContent.includes('cpu:0')")
-    assert item.inner_text() == "Hermes: " + " · ".join(d.id for d in hm.devices())
+    # then each device's live load, polled: "Hermes: cpu:0 0% · opencl:0 0%"
+    page.wait_for_function(
+        "() => document.querySelector('.hermes-status').textContent.includes('%')")
+    assert re.fullmatch("Hermes: " + " · ".join(rf"{re.escape(d.id)} \d+%" for d in hm.devices()),
+                        item.inner_text()), item.inner_text()
     item.click()
     panel = page.locator(".hermes-devices-panel[data-loaded='true']")
     panel.wait_for()
-    rows = panel.locator("table").first.locator("tbody tr")
+    # the live load refreshes by itself while the panel is shown
+    page.wait_for_function(
+        "() => Number(document.querySelector('.hermes-devices-panel').dataset.loadUpdates) >= 2")
+    assert "Live load" in panel.inner_text()
+    rows = panel.locator("table").nth(1).locator("tbody tr")  # after the live load's
     assert rows.count() == len(hm.devices())
     assert rows.first.locator("td").first.inner_text() == "cpu:0"
     assert "Measured kernels" in panel.inner_text()

@@ -13,7 +13,7 @@ import hermes_nb as hm
 from hermes_nb.scheduler.history import HistoryStore, LinkRecord, Run
 from hermes_nb.server import _jupyter_server_extension_points
 from hermes_nb.server.handlers import AUTH_RESOURCE, handlers
-from hermes_nb.server.manager import device_rows, history_summary
+from hermes_nb.server.manager import device_rows, history_summary, live_load
 
 
 def test_devices_are_the_ones_hermes_finds() -> None:
@@ -59,10 +59,24 @@ def test_history_limit_keeps_the_most_recent(tmp_path, monkeypatch) -> None:
     assert summary["runs"] == 5
 
 
+def test_live_load_is_each_device_busy_share_of_recent_runs(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HERMES_NB_CACHE_DIR", str(tmp_path))
+    with HistoryStore() as store:
+        store.record(Run("k", "cpu:0", "1", 4, 1.0, 2.0, 0, 995.0))
+        store.record(Run("k", "cpu:0", "1", 4, 1.0, 1.0, 0, 999.0))
+        store.record(Run("k", "cpu:0", "1", 4, 1.0, 9.0, 0, 900.0))  # before the window
+    load = live_load(window_s=10.0, now=1000.0)
+    rows = {r["id"]: r for r in load["devices"]}
+    assert set(rows) == {d.id for d in hm.devices()}
+    assert rows["cpu:0"]["busy_pct"] == pytest.approx(30.0) and rows["cpu:0"]["kernels"] == 2
+    assert rows["cpu:0"]["last_run_s_ago"] == pytest.approx(1.0)
+    assert rows["cpu:0"]["memory"] == {r["id"]: r["memory"] for r in device_rows()}["cpu:0"]
+
+
 def test_every_handler_is_authenticated_and_authorised() -> None:
     assert _jupyter_server_extension_points() == [{"module": "hermes_nb.server"}]
     routes = handlers()
-    assert [path for path, _ in routes] == ["devices", "history"]
+    assert [path for path, _ in routes] == ["devices", "history", "load"]
     for _, handler in routes:
         assert handler.auth_resource == AUTH_RESOURCE
         get = handler.get
