@@ -54,11 +54,17 @@ _memo: dict[str, Peak] = {}
 _lock = threading.Lock()
 
 
+_identities: dict[int, str] = {}
+
+
 def identity(device: Any) -> str:
     """The hardware behind ``device``, independent of its index in this process."""
-    from hermes_nb.runtime.cluster_devices import stable_id
+    known = _identities.get(id(device))
+    if known is None:
+        from hermes_nb.runtime.cluster_devices import stable_id
 
-    return f"{stable_id(device)}|{device.name}|{device.compute_units}"
+        known = _identities[id(device)] = f"{stable_id(device)}|{device.name}|{device.compute_units}"
+    return known
 
 
 def _path() -> Any:

@@ -9,6 +9,7 @@ first report is made, never inside a run). The HTML is in :mod:`report_html`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -249,6 +250,7 @@ def _kernel_rows(profile: Profile, wall: float, peaks: Mapping[str, Peak | None]
     return tuple(sorted(rows, key=lambda r: -r.total_s))
 
 
+@functools.lru_cache(maxsize=4096)
 def op_name(key: str) -> str:
     """``hermes-<op>-<token>`` -> ``<op>``."""
     body = key[len("hermes-"):] if key.startswith("hermes-") else key

@@ -9,6 +9,8 @@ from typing import Any
 # a hermes_nb.runtime.report Report and KernelRow (that module imports this one)
 Report = KernelRow = Any
 
+_e = html.escape
+
 #: what the report means by a device's idle time
 IDLE_MEANS = ("idle: the part of the wall time a device neither ran, compiled nor received "
               "a copy for this run (waiting for inputs from another device, for the host, "
@@ -118,8 +120,8 @@ def _devices(r: Report) -> str:
         figures = ("peak unknown" if peak is None else
                    f"{_rate(peak.gb_per_s, 'GB/s')}, {_rate(peak.gflop_per_s, 'GFLOP/s')}")
         cells = "".join(f"<td>{_ms(s)}</td>" for s in _parts(d))
-        rows.append(f"<tr><td>{html.escape(d.device)}</td><td>{_bar(d, r.wall_s)}</td>{cells}"
-                    f"<td>{html.escape(figures)}</td></tr>")
+        rows.append(f"<tr><td>{_e(d.device)}</td><td>{_bar(d, r.wall_s)}</td>{cells}"
+                    f"<td>{_e(figures)}</td></tr>")
     keys = "".join(f"<span class='key' style='background:{c}'></span>{n}" for n, c in PARTS)
     return ("<table><thead><tr><th>device</th><th>wall time " + keys + "</th><th>compile</th>"
             "<th>run</th><th>copies</th><th>idle</th><th>measured peak</th></tr></thead>"
@@ -133,13 +135,13 @@ def _share(x: float) -> str:
 
 def _kernels(r: Report) -> str:
     rows = "".join(
-        f"<tr><td title='{html.escape(k.key)}'>{html.escape(k.name)}</td>"
-        f"<td>{html.escape(k.op)}</td><td>{html.escape(', '.join(k.devices))}</td>"
+        f"<tr><td title='{_e(k.key)}'>{_e(k.name)}</td>"
+        f"<td>{_e(k.op)}</td><td>{_e(', '.join(k.devices))}</td>"
         f"<td>{k.run_s * 1e3:.3f}</td><td>{k.compile_s * 1e3:.1f}</td><td>{_share(k.share)}</td>"
         f"<td>{_mb(k.nbytes)}</td><td>{_rate(k.gb_per_s, '')}</td>"
         f"<td>{_rate(k.gflop_per_s)}"
         f"{'*' if k.gflop_per_s is not None and k.flops_estimated else ''}</td>"
-        f"<td>{html.escape(_roof(k))}</td></tr>" for k in r.kernels[:TOP])
+        f"<td>{_e(_roof(k))}</td></tr>" for k in r.kernels[:TOP])
     return ("<table><thead><tr><th>kernel</th><th>op</th><th>device</th><th>run ms</th>"
             "<th>compile ms</th><th>share of wall</th><th>read+written</th><th>GB/s</th>"
             f"<th>GFLOP/s</th><th>roofline</th></tr></thead><tbody>{rows}</tbody></table>")
@@ -147,8 +149,8 @@ def _kernels(r: Report) -> str:
 
 def _ops(r: Report) -> str:
     rows = "".join(
-        f"<tr><td>{html.escape(o.op)}</td><td>{o.count}</td>"
-        f"<td>{html.escape(', '.join(o.kernels)[:80])}</td><td>{o.seconds * 1e3:.3f}</td>"
+        f"<tr><td>{_e(o.op)}</td><td>{o.count}</td>"
+        f"<td>{_e(', '.join(o.kernels)[:80])}</td><td>{o.seconds * 1e3:.3f}</td>"
         f"<td>{_share(o.share)}</td></tr>" for o in r.ops[:TOP])
     return ("<table><thead><tr><th>op (before fusion)</th><th>count</th><th>in kernels</th>"
             f"<th>ms</th><th>share of wall</th></tr></thead><tbody>{rows}</tbody></table>")
@@ -158,18 +160,23 @@ def _copies(r: Report) -> str:
     if not r.copies:
         return "<p class='note'>No copies between devices.</p>"
     rows = "".join(
-        f"<tr><td>{html.escape(c.source)} → {html.escape(c.device)}</td><td>{c.count}</td>"
+        f"<tr><td>{_e(c.source)} → {_e(c.device)}</td><td>{c.count}</td>"
         f"<td>{_mb(c.nbytes)}</td><td>{c.seconds * 1e3:.3f}</td><td>{_rate(c.gb_per_s, '')}"
         f"</td><td>{_share(c.share)}</td></tr>" for c in r.copies)
     return ("<table><thead><tr><th>copies</th><th>count</th><th>bytes</th><th>ms</th>"
             f"<th>GB/s</th><th>share of wall</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
+NOTE = (f"<p class='note'>{_e(IDLE_MEANS)}.<br>{_e(HOST_MEANS)}.<br>"
+        f"{_e(FLOPS_MEANS)} (marked *). A fused kernel's time is split evenly over "
+        "its ops. Peaks: a streaming add and a float32 matmul, measured once per device.</p>")
+
+
 def fragment(r: Report) -> str:
     """The report as a block of HTML for a notebook output (its style included)."""
-    advice = "".join(f"<li>{html.escape(s.text)}</li>" for s in r.suggestions) or (
+    advice = "".join(f"<li>{_e(s.text)}</li>" for s in r.suggestions) or (
         "<li>none: nothing stands out</li>")
-    fusion = f"<p>{html.escape(_fusion_line(r))}</p>" if r.fusion is not None else (
+    fusion = f"<p>{_e(_fusion_line(r))}</p>" if r.fusion is not None else (
         "<p class='note'>No plan kept for this run: fusion savings unknown.</p>")
     return (
         f"<div class='hermes-report'><style>{CSS}</style>"
@@ -180,10 +187,7 @@ def fragment(r: Report) -> str:
         f"<h3>Wall time per device</h3>{_devices(r)}"
         f"<h3>Kernels by time</h3>{_kernels(r)}<h3>Ops by time</h3>{_ops(r)}"
         f"<h3>Copies</h3>{_copies(r)}<h3>What fusion saved</h3>{fusion}"
-        f"<p class='note'>{html.escape(IDLE_MEANS)}.<br>{html.escape(HOST_MEANS)}.<br>"
-        f"{html.escape(FLOPS_MEANS)} (marked *). A fused kernel's time is split evenly over "
-        "its ops. Peaks: a streaming add and a float32 matmul, measured once per device."
-        "</p></div>")
+        f"{NOTE}</div>")
 
 
 def document(r: Report) -> str:

@@ -115,15 +115,16 @@ def waits(profile: Profile) -> list[tuple[KernelRun, str, float]]:
     for k in kernels:
         ends[k.kernel] = max(ends.get(k.kernel, 0.0), k.end)
     busy = _busy(profile)
+    copies: dict[str, list[tuple[float, float]]] = {}
+    for t in profile.snapshot()[1]:
+        copies.setdefault(t.device, []).append((t.start, t.end))
     found = []
     for run in kernels:
         plan = planned.get(run.kernel)
         if plan is None or run.is_tile:
             continue
         ready = max([ends[i] for i in plan.inputs if i in ends], default=profile.started)
-        wait = run.start - ready - _overlap(
-            [(t.start, t.end) for t in profile.snapshot()[1] if t.device == run.device],
-            ready, run.start)
+        wait = run.start - ready - _overlap(copies.get(run.device, []), ready, run.start)
         if wait < WAIT_MIN_S:
             continue
         idle = [d for d in plan.estimates if d != run.device
