@@ -67,3 +67,4 @@ def test_notebook_benchmark_runs(tmp_path):
     assert figures["magic"]["plain_ms"] > 0 and figures["magic"]["magic_ms"] > 0
     assert figures["monitor"]["updates_per_s"] > 0 and figures["monitor"]["core_percent"] >= 0
     assert "overhead" in proc.stdout and "% of one core" in proc.stdout
+    assert figures["magic"]["report_ms"] > 0 and "%%hermes --report" in proc.stdout
