@@ -38,10 +38,9 @@ class DeviceTime:
     compile_s: float
     run_s: float
     copy_s: float  # copies *to* this device
-
-    @property
-    def busy_s(self) -> float:
-        return self.compile_s + self.run_s + self.copy_s
+    #: the wall time it compiled, ran or received a copy (overlaps counted once: a copy for
+    #: one kernel may run while the device runs another)
+    busy_s: float
 
     @property
     def idle_s(self) -> float:
@@ -209,13 +208,14 @@ def _device_times(profile: Profile, wall: float) -> tuple[tuple[DeviceTime, ...]
     compiles = [c for c in profile.compile_events() if not c.key.endswith(BACKGROUND_SUFFIX)]
     names = list(dict.fromkeys([k.device for k in kernels] + [t.device for t in transfers]
                                + [c.device for c in compiles]))
+    busy: dict[str, list[tuple[float, float]]] = {d: [] for d in names}
+    for event in (*kernels, *transfers, *compiles):
+        busy[event.device].append((event.start, event.end))
     rows = tuple(DeviceTime(
         d, wall, sum(c.seconds for c in compiles if c.device == d),
         sum(k.seconds for k in kernels if k.device == d),
-        sum(t.seconds for t in transfers if t.device == d)) for d in names)
-    busy = ([(k.start, k.end) for k in kernels] + [(t.start, t.end) for t in transfers]
-            + [(c.start, c.end) for c in compiles])
-    return rows, max(wall - _union(busy), 0.0)
+        sum(t.seconds for t in transfers if t.device == d), _union(busy[d])) for d in names)
+    return rows, max(wall - _union([i for d in names for i in busy[d]]), 0.0)
 
 
 def _names(profile: Profile) -> dict[str, str]:

@@ -71,6 +71,14 @@ def test_wall_time_split_per_device() -> None:
     assert "idle: the part of the wall time a device neither ran" in str(r)
 
 
+def test_overlapping_work_on_a_device_is_busy_once() -> None:
+    p = quiet_profile()
+    p.add(TransferRun("other", "cpu:0", "opencl:0", 0.65, 0.75, MB))  # during hermes-small-2
+    ocl = report(p, peaks=PEAKS).devices[1]
+    assert ocl.copy_s == pytest.approx(0.3) and ocl.busy_s == pytest.approx(0.35)
+    assert ocl.idle_s == pytest.approx(0.65)
+
+
 def test_kernels_sorted_by_time_with_shares_bytes_and_roofline() -> None:
     r = report(quiet_profile(), peaks=PEAKS)
     big, small = r.kernels
