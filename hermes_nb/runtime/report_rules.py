@@ -15,7 +15,8 @@ Report = Any  # a hermes_nb.runtime.report.Report, which imports this module
 COPY_SHARE = 0.25
 #: compiles over this share of the wall time
 COMPILE_SHARE = 0.5
-#: a kernel of at least KERNEL_SHARE of the wall time at or above this fraction of its peak
+#: a kernel running (its compile aside) for at least KERNEL_SHARE of the wall time at or
+#: above this fraction of its peak
 NEAR_PEAK = 0.7
 KERNEL_SHARE = 0.1
 #: a kernel of at least FAR_SHARE of the wall time below this fraction of its peak
@@ -37,7 +38,7 @@ class Suggestion:
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
+    return f"{100 * x:.0f}%" if x >= 0.01 or x == 0 else f"{100 * x:.1g}%"
 
 
 def _copies(report: Report) -> Iterator[Suggestion]:
@@ -64,7 +65,8 @@ def _compile(report: Report) -> Iterator[Suggestion]:
 def _peaks(report: Report) -> Iterator[Suggestion]:
     for k in report.kernels:
         fraction, bound = k.roofline, k.bound
-        if fraction is None or k.share < KERNEL_SHARE:
+        share = k.run_s / report.wall_s if report.wall_s > 0 else 0.0  # its compile aside
+        if fraction is None or share < KERNEL_SHARE:
             continue
         what = "bandwidth" if bound == "memory" else "matmul FLOP/s"
         where = f"{k.name} on {k.devices[0]}"
@@ -73,8 +75,8 @@ def _peaks(report: Report) -> Iterator[Suggestion]:
                              f"{what}: {bound}-bound, near the limit"
                              + ("; only less traffic (fusion, smaller dtypes) makes it faster"
                                 if bound == "memory" else ""), fraction)
-        elif fraction < FAR_FROM_PEAK and k.share >= FAR_SHARE:
-            yield Suggestion("far-from-peak", f"{where} takes {_pct(k.share)} of the wall time "
+        elif fraction < FAR_FROM_PEAK and share >= FAR_SHARE:
+            yield Suggestion("far-from-peak", f"{where} runs for {_pct(share)} of the wall time "
                              f"at {_pct(fraction)} of the measured {what}: it is held back by "
                              "launch cost or latency, not by the device's peak; fewer, larger "
                              "launches (or another device) may suit it better", fraction)
