@@ -12,7 +12,7 @@ from hermes_nb.widgets._common import device_colors, fmt_bytes, fmt_estimates, f
 from hermes_nb.widgets.palette import device_legend, device_order
 
 EMPTY = "the plan has no kernels: explain() a tensor that does some work"
-BOX_W, BOX_H = 0.8, 0.6
+BOX_W, BOX_H = 0.85, 0.6
 
 
 def depths(kernels: list[Kernel]) -> dict[str, int]:
@@ -117,7 +117,7 @@ def placement(plan: Plan | Profile | None, profile: Profile | None = None) -> fi
         tools="pan,wheel_zoom,reset,save",
         x_range=Range1d(min(xs) - 0.6, max(xs) + 0.6), y_range=Range1d(min(ys) - 0.6, 0.6),
         # room on the right for the legend
-        width=max(300, 180 * (int(max(xs)) + 1) + 110), height=max(160, 90 * (len(set(ys)) + 1)),
+        width=max(340, 230 * (int(max(xs)) + 1) + 110), height=max(160, 90 * (len(set(ys)) + 1)),
     )
     fig.multi_line(xs="xs", ys="ys", source=edge_source, line_color="#888", line_width=1.5,
                    name="edges")

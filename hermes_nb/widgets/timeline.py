@@ -4,20 +4,22 @@ kernel paid for before it ran; the last runs side by side, a separator before ea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from bokeh.models import ColumnDataSource, Div, FactorRange, HoverTool, Label, Span
+from bokeh.models import ColumnDataSource, Div, FactorRange, HoverTool, Label, Range1d, Span
 from bokeh.plotting import figure
 
-from hermes_nb.runtime.profile import Profile, recent_profiles
+from hermes_nb.runtime.profile import CompileRun, Profile, recent_profiles
 from hermes_nb.widgets._common import device_colors, fmt_bytes, fmt_ms, message
 from hermes_nb.widgets.palette import device_legend, device_order
 
 EMPTY = "nothing has run yet: compute a tensor first"
 #: how many runs, up to the one shown, the task stream keeps
 RUNS = 5
-#: a bar gets a label where it spans at least this share of the shown time
-LABEL_SHARE = 0.06
+#: the width a label's character takes (8 pt), and the plot's width it is guessed for
+CHAR_PX, PLOT_PX = 6.0, 800.0
+#: room right of the last run, for the labels of the bars that end there (share of the time)
+RIGHT_MARGIN = 0.2
 
 
 def _runs(shown: Profile | Sequence[Profile], runs: int | None) -> list[Profile]:
@@ -62,19 +64,21 @@ def _kernel_rows(runs: list[Profile], offsets: list[float]) -> dict[str, list]:
 def _labels(bars: list[tuple[str, float, float, str]], total_ms: float
             ) -> list[tuple[str, float, str]]:
     """Each bar's (text, x, align) (``bars``: lane, start, end, text): the text from the bar's
-    start where it has room up to the next bar in its lane, else ending at the bar's end
-    where it has room back to the previous one, else no text. Room is a share of the
-    shown time."""
+    start where it fits before the next bar in its lane, else ending at the bar's end where
+    it fits after the previous one, else no text. A text's width is guessed from its
+    length, for a plot :data:`PLOT_PX` wide."""
     out = []
-    need = LABEL_SHARE * total_ms
+    ms_per_char = CHAR_PX * total_ms * (1 + RIGHT_MARGIN) / PLOT_PX
     for lane, start, end, text in bars:
-        after = min((s for ln, s, _, _ in bars if ln == lane and s >= end - 1e-9 and s > start),
-                    default=total_ms * 1.02)
-        before = max((e for ln, _, e, _ in bars if ln == lane and e <= start + 1e-9 and e < end),
-                     default=-0.02 * total_ms)
-        if after - start >= need:
+        need = (len(text) + 1) * ms_per_char
+        # bars of the lane that start after this one (overlapping or not), and before it
+        after = min((s for ln, s, _, _ in bars if ln == lane and s > start),
+                    default=total_ms * (1 + RIGHT_MARGIN))
+        before = max((e for ln, s, e, _ in bars if ln == lane and s < start),
+                     default=-0.01 * total_ms)
+        if text and after - start >= need:
             out.append((text, start, "left"))
-        elif end - before >= need:
+        elif text and end - before >= need:
             out.append((text, end, "right"))
         else:
             out.append(("", start, "left"))
@@ -106,30 +110,34 @@ def timeline(profile: Profile | Sequence[Profile] | None, runs: int | None = Non
     colors = device_colors(lanes)
     total_ms = offsets[-1] + shown[-1].seconds * 1e3
     cols["color"] = [colors[d] for d in cols["device"]]
+    n = len(cols["key"])
     texts = _labels([*zip(cols["lane"], cols["start_ms"], cols["end_ms"],
                           (f"{n} {ms}" for n, ms in zip(cols["name"], cols["ms"]))),
                      *((c.device, at + (c.start - p.started) * 1e3, at + (c.end - p.started) * 1e3,
-                        f"compile {c.seconds * 1e3:.0f} ms") for c, p, at in compiles)], total_ms)
-    n = len(cols["key"])
+                        f"{_verb(c)} {c.seconds * 1e3:.0f} ms" if c.seconds >= 1e-3 else "")
+                       for c, p, at in compiles)], total_ms)
     cols["label"] = [t for t, _, _ in texts[:n]]
     cols["label_x"] = [x for _, x, _ in texts[:n]]
     cols["align"] = [a for _, _, a in texts[:n]]
     source = ColumnDataSource(data=cols, name="kernels")
     fig = figure(
         title=_title(shown), y_range=FactorRange(factors=list(reversed(lanes))),
+        x_range=Range1d(-0.01 * total_ms, total_ms * (1 + RIGHT_MARGIN)),
         height=max(180, 70 + 50 * len(lanes)), sizing_mode="stretch_width",
         x_axis_label=("ms since the run began" if len(shown) == 1 else
                       f"ms: the last {len(shown)} runs one after another"),
         tools="xpan,xwheel_zoom,reset,save",
     )
+    # builds and copies under the kernels, every text above every bar
+    compile_bars, compile_text = _compile_bars(fig, compiles, colors, texts[n:])
+    copy_bars = _copy_bars(fig, transfers)
     # a white outline keeps back-to-back kernels apart
     bars = fig.hbar(y="lane", left="start_ms", right="end_ms", height=0.7, source=source,
                     fill_color="color", line_color="white", line_width=1.5, name="kernels")
     fig.text(x="label_x", y="lane", text="label", source=source, text_align="align",
              text_baseline="middle", text_font_size="8pt", text_color="black", name="labels")
+    compile_text()
     _separators(fig, shown, offsets)
-    copy_bars = _copy_bars(fig, transfers)
-    compile_bars = _compile_bars(fig, compiles, colors, texts[len(cols["key"]):])
     rows = {d: cols["device"].index(d) for d in lanes if d in cols["device"]}
     device_legend(fig, bars, [d for d in lanes if d in rows], rows)
     _hovers(fig, bars, copy_bars, compile_bars)
@@ -173,8 +181,12 @@ def _copy_bars(fig: figure, transfers: list) -> object:
                     line_alpha=0.4, name="transfers")
 
 
+def _verb(c: CompileRun) -> str:
+    return "compiling" if c.kind == "compile" else "self-test"
+
+
 def _compile_bars(fig: figure, compiles: list, colors: dict[str, str],
-                  texts: list[str]) -> object:
+                  texts: list[tuple[str, float, str]]) -> tuple[object, Callable[[], None]]:
     source = ColumnDataSource(data={
         "label": [c.label for c, _, _ in compiles],
         "text": [t for t, _, _ in texts],
@@ -190,12 +202,14 @@ def _compile_bars(fig: figure, compiles: list, colors: dict[str, str],
     }, name="compiles")
     # the device's colour, faded and hatched: a one-off cost, not the kernel's run
     bars = fig.hbar(y="lane", left="start_ms", right="end_ms", height=0.5, source=source,
-                    fill_color="color", fill_alpha=0.25, hatch_pattern="x", hatch_alpha=0.5,
+                    fill_color="color", fill_alpha=0.25, hatch_pattern="x", hatch_alpha=0.3,
                     line_color="black", line_alpha=0.4, name="compiles")
-    fig.text(x="text_x", y="lane", text="text", source=source, text_align="align", y_offset=-12,
-             text_baseline="middle", text_font_size="7pt", text_color="#333",
-             name="compile_labels")
-    return bars
+
+    def text() -> None:  # drawn after the kernels' bars, above the build's bar
+        fig.text(x="text_x", y="lane", text="text", source=source, text_align="align",
+                 y_offset=-13, text_baseline="middle", text_font_size="7pt",
+                 text_color="#333", name="compile_labels")
+    return bars, text
 
 
 def _hovers(fig: figure, bars: object, copy_bars: object, compile_bars: object) -> None:

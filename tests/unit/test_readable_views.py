@@ -167,14 +167,15 @@ def test_timeline_labels_bars_with_room_and_outlines_them() -> None:
     bars = next(r for r in fig.renderers if r.name == "kernels")
     assert bars.glyph.line_color == "white"  # back-to-back kernels stay apart
     compiles = _source(fig, "compiles").data
-    assert compiles["text"] == ["compile 3 ms"]
-    # a bar without room keeps its name for the hover only
+    assert compiles["text"] == ["compiling 3 ms"]
+    # a bar without room keeps its name for the hover only; the last one has the margin
     crowded = Profile(plan=Plan([_kernel(f"k{i}", "cpu:0", ("add",)) for i in range(40)]),
                       started=0.0)
     for i in range(40):
         crowded.add(KernelRun(f"k{i}", "add", "cpu:0", i * 0.001, i * 0.001 + 0.001, None, ""))
     crowded.finished = 0.04
-    assert set(_source(widgets.timeline(crowded), "kernels").data["label"]) == {""}
+    labels = _source(widgets.timeline(crowded), "kernels").data["label"]
+    assert set(labels[:-1]) == {""} and labels[-1] == "add 1.000 ms"  # the last: the margin
 
 
 # ---- monitor -----------------------------------------------------------------------------
