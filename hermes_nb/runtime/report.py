@@ -49,7 +49,7 @@ class DeviceTime:
 
 @dataclass(frozen=True)
 class KernelRow:
-    """One kernel of the run, its tiles' times summed."""
+    """One kernel of the run, its tiles' times summed (its rates are worked out once)."""
 
     key: str
     name: str
@@ -68,15 +68,15 @@ class KernelRow:
     def total_s(self) -> float:
         return self.run_s + self.compile_s
 
-    @property
+    @functools.cached_property
     def gb_per_s(self) -> float | None:
         return self.nbytes / self.run_s / 1e9 if self.nbytes and self.run_s > 0 else None
 
-    @property
+    @functools.cached_property
     def gflop_per_s(self) -> float | None:
         return self.flops / self.run_s / 1e9 if self.flops and self.run_s > 0 else None
 
-    @property
+    @functools.cached_property
     def bound(self) -> str | None:
         """"memory" or "compute": which peak bounds it on the roofline (None: unknown)."""
         peak = self.peak
@@ -87,7 +87,7 @@ class KernelRow:
             return "compute" if self.flops / self.nbytes >= ridge else "memory"
         return "memory"
 
-    @property
+    @functools.cached_property
     def roofline(self) -> float | None:
         """The fraction of the bounding peak reached (GB/s or GFLOP/s over the device's)."""
         bound, peak = self.bound, self.peak
@@ -209,12 +209,12 @@ def _device_times(profile: Profile, wall: float) -> tuple[tuple[DeviceTime, ...]
     names = list(dict.fromkeys([k.device for k in kernels] + [t.device for t in transfers]
                                + [c.device for c in compiles]))
     busy: dict[str, list[tuple[float, float]]] = {d: [] for d in names}
-    for event in (*kernels, *transfers, *compiles):
-        busy[event.device].append((event.start, event.end))
-    rows = tuple(DeviceTime(
-        d, wall, sum(c.seconds for c in compiles if c.device == d),
-        sum(k.seconds for k in kernels if k.device == d),
-        sum(t.seconds for t in transfers if t.device == d), _union(busy[d])) for d in names)
+    sums = {d: [0.0, 0.0, 0.0] for d in names}  # compile, run, copies
+    for part, events in enumerate((compiles, kernels, transfers)):
+        for event in events:
+            busy[event.device].append((event.start, event.end))
+            sums[event.device][part] += event.seconds
+    rows = tuple(DeviceTime(d, wall, *sums[d], _union(busy[d])) for d in names)
     return rows, max(wall - _union([i for d in names for i in busy[d]]), 0.0)
 
 

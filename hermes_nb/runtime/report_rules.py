@@ -91,14 +91,11 @@ def _no_device(report: Report) -> Iterator[Suggestion]:
                          "fewer, larger kernels) cuts it", share)
 
 
-def _busy(profile: Profile) -> dict[str, list[tuple[float, float]]]:
-    kernels, transfers = profile.snapshot()
-    busy: dict[str, list[tuple[float, float]]] = {}
-    for k in kernels:
-        busy.setdefault(k.device, []).append((k.start, k.end))
-    for t in transfers:
-        busy.setdefault(t.device, []).append((t.start, t.end))
-    return busy
+def _intervals(events: list[Any]) -> dict[str, list[tuple[float, float]]]:
+    by_device: dict[str, list[tuple[float, float]]] = {}
+    for e in events:
+        by_device.setdefault(e.device, []).append((e.start, e.end))
+    return by_device
 
 
 def _overlap(intervals: list[tuple[float, float]], a: float, b: float) -> float:
@@ -111,15 +108,15 @@ def waits(profile: Profile) -> list[tuple[KernelRun, str, float]]:
     none) to its start, less copies to its device meanwhile."""
     if profile.plan is None:
         return []
-    planned = {k.name: k for k in profile.plan.kernels}
-    kernels = profile.snapshot()[0]
+    planned = {k.name: k for k in profile.plan.kernels if len(k.estimates) > 1}
+    if not planned:  # no kernel had another device to go to
+        return []
+    kernels, transfers = profile.snapshot()
     ends: dict[str, float] = {}
     for k in kernels:
         ends[k.kernel] = max(ends.get(k.kernel, 0.0), k.end)
-    busy = _busy(profile)
-    copies: dict[str, list[tuple[float, float]]] = {}
-    for t in profile.snapshot()[1]:
-        copies.setdefault(t.device, []).append((t.start, t.end))
+    copies = _intervals(transfers)
+    busy = _intervals([*kernels, *transfers])
     found = []
     for run in kernels:
         plan = planned.get(run.kernel)
