@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_nb.runtime.peaks import Peak, device_peaks
-from hermes_nb.runtime.profile import BACKGROUND_SUFFIX, Profile, last_profile
+from hermes_nb.runtime.profile import BACKGROUND_SUFFIX, Profile, last_profile, running
 from hermes_nb.runtime.report_html import FLOPS_MEANS, HOST_MEANS, IDLE_MEANS, document, fragment, text
 from hermes_nb.runtime.report_rules import Suggestion, suggestions
 
@@ -350,7 +350,9 @@ def report(profile_or_run: Profile | Any | None = None, *, measure: bool = True,
     devices, no_device = _device_times(profile, wall)
     used = [d.device for d in devices]
     if peaks is None:
-        peaks = device_peaks(used) if measure else {d: None for d in used}
+        # never measured while a graph runs: its timings and the peaks' would both suffer
+        peaks = (device_peaks(used, measure_missing=not running()) if measure
+                 else {d: None for d in used})
     kernels = _kernel_rows(profile, wall, peaks)
     result = Report(wall, devices, no_device, kernels, _op_rows(kernels, wall),
                     _copy_rows(profile, wall), _fusion(profile), dict(peaks))

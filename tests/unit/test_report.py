@@ -311,3 +311,21 @@ def test_magic_report_to_a_file(shell: Any, shown: list[Any], tmp_path: Path,
     assert not [o for o in shown if isinstance(o, Report)]
     assert path.read_text().startswith("<!DOCTYPE html>")
     assert f"wrote the hotspot report to {path}" in capsys.readouterr().out
+
+
+def test_peaks_are_not_measured_while_a_graph_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hermes_nb.runtime.report as report_mod
+
+    asked: list[bool] = []
+
+    def spy(ids: Any, measure_missing: bool = True) -> dict[str, Peak | None]:
+        asked.append(measure_missing)
+        return {i: None for i in ids}
+
+    monkeypatch.setattr(report_mod, "device_peaks", spy)
+    monkeypatch.setattr(report_mod, "running", lambda: True)
+    report(quiet_profile())
+    monkeypatch.setattr(report_mod, "running", lambda: False)
+    report(quiet_profile())
+    report(quiet_profile(), measure=False)
+    assert asked == [False, True]
