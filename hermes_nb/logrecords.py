@@ -381,12 +381,81 @@ def build_warnings(device: str = "", kernel: str = "", logger: str = ROOT + ".ba
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
+def _headline(text: str) -> str:
+    """The line that says most: the compiler's "N warnings generated", else the first."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return next((ln for ln in reversed(lines) if _SUMMARY_RE.search(ln)), lines[0] if lines else "")
+
+
+_SUMMARY_RE = re.compile(r"\b\d+ (?:warnings?|errors?)(?: and \d+ errors?)? generated")
+# what clang (inside a driver) writes: summaries, diagnostics, the quoted source and carets
+_CHATTER_RE = re.compile(r"warnings? (?:and \d+ errors? )?generated|errors? generated|"
+                         r"(?:^|: )(?:warning|error|note|fatal error): |^\s*\^|^\s*\d* \| ")
+
+
 def worker_output(text: str, device: str = "", kernel: str = "", what: str = "") -> None:
-    """The isolated build worker's raw stderr during one job, as a DEBUG record."""
+    """A compiler's raw stderr (the build worker's during one job, or this process's
+    during a build), as a DEBUG record with the text attached."""
     text = text.strip()
     if not text:
         return
-    first = next((ln for ln in reversed(text.splitlines()) if ln.strip()), "")
-    emit(logging.DEBUG, f"build worker output{f' ({what})' if what else ''}: {first}",
-         logger=ROOT + ".backends", device=device, kernel=kernel, category="compile",
-         detail=text)
+    where = f" ({what})" if what else ""
+    emit(logging.DEBUG, f"compiler output{where}: {_headline(text)}", logger=ROOT + ".backends",
+         device=device, kernel=kernel, category="compile", detail=text)
+
+
+_fd_lock = threading.Lock()
+_fd_state: dict[str, Any] = {"depth": 0}
+
+
+def _redirect() -> None:
+    if _fd_state["depth"] == 0:
+        import tempfile
+
+        sys.stderr.flush()
+        sink = tempfile.TemporaryFile()  # noqa: SIM115 - closed by _restore
+        _fd_state.update(saved=os.dup(2), sink=sink)
+        os.dup2(sink.fileno(), 2)
+    _fd_state["depth"] += 1
+
+
+def _restore() -> str:
+    _fd_state["depth"] -= 1
+    if _fd_state["depth"]:
+        return ""
+    sys.stderr.flush()
+    saved, sink = _fd_state.pop("saved"), _fd_state.pop("sink")
+    os.dup2(saved, 2)
+    os.close(saved)
+    sink.seek(0)
+    text = sink.read().decode(errors="replace")
+    sink.close()
+    return text
+
+
+@contextlib.contextmanager
+def native_stderr(device: str = "", kernel: str = "", what: str = "") -> Iterator[None]:
+    """Around a build in this process: what a driver's compiler writes to file descriptor 2
+    meanwhile (clang's "41 warnings generated") becomes a record instead of terminal output.
+    Anything else written there meanwhile (another thread's output) is written back after."""
+    try:
+        with _fd_lock:
+            _redirect()
+    except OSError:  # no usable descriptor 2: nothing to keep out of the terminal
+        yield
+        return
+    try:
+        yield
+    finally:
+        with _fd_lock:
+            text = _restore()
+        if text:
+            lines = text.splitlines(keepends=True)
+            chatter = "".join(ln for ln in lines if _CHATTER_RE.search(ln))
+            other = "".join(ln for ln in lines if not _CHATTER_RE.search(ln))
+            if other.strip() and not chatter.strip():
+                chatter, other = "", text
+            worker_output(chatter, device, kernel, what)
+            if other:
+                with contextlib.suppress(OSError):
+                    os.write(2, other.encode())

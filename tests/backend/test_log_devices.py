@@ -66,3 +66,18 @@ def test_first_stencil_run_prints_no_compiler_output(device, capfd):
     edges.numpy()
     err = capfd.readouterr().err
     assert "warnings generated" not in err and "warning:" not in err, err
+
+
+def test_opencl_compiler_warnings_are_records_not_terminal_output(device, capfd):
+    if device.kind != "opencl":
+        pytest.skip("OpenCL build output")
+    tag = random.randrange(1 << 30)
+    source = (f"#warning hermes test warning {tag}\n"
+              f"__kernel void k{tag}(__global float* a) {{ int unused = 1; a[get_global_id(0)] = 2.0f; }}")
+    device.programs.kernel(source, f"k{tag}")
+    err = capfd.readouterr().err
+    assert "warning" not in err, err
+    found = hm.logs(kernel=f"k{tag}", category="compile")
+    built = [r for r in found if r.message.startswith("built OpenCL program")]
+    assert built and f"hermes test warning {tag}" in built[-1].detail  # the driver's build log
+    assert all(r.device == device.id for r in found)

@@ -229,3 +229,18 @@ def test_a_calibration_choice_is_a_record(fresh_scheduler):
     assert decision.calibrating
     (record,) = hm.logs(category="calibration", kernel=kernel.signature, last=1)
     assert record.device == decision.device and record.message == decision.reason
+
+
+def test_compiler_chatter_on_fd_2_during_a_build_is_a_record(capfd):
+    import os
+
+    with logrecords.native_stderr(device="opencl:0", kernel="edges", what="build"):
+        os.write(2, b"/tmp/a.cl:2:5: warning: unused variable 'q'\n    ^\n")
+        os.write(2, b"the user's own stderr line\n")
+        os.write(2, b"41 warnings generated.\n")
+    err = capfd.readouterr().err
+    assert "warnings generated" not in err and "unused variable" not in err
+    assert "the user's own stderr line" in err  # written back after the build
+    (record,) = hm.logs(kernel="edges", last=1)
+    assert record.message == "compiler output (build): 41 warnings generated."
+    assert "unused variable" in record.detail and record.device == "opencl:0"

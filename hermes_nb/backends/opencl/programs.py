@@ -21,7 +21,8 @@ def _build(cl: Any, context: Any, source: str, device: str = "", kernel: str = "
     """Build ``source``; on failure raise KernelBuildError with the log and a saved copy.
     The compiler's output (``CompilerWarning``, the build log) becomes log records."""
     try:
-        with logrecords.build_warnings(device=device, kernel=kernel):
+        with logrecords.build_warnings(device=device, kernel=kernel), \
+                logrecords.native_stderr(device, kernel, "build"):
             program = cl.Program(context, source).build()
         logrecords.emit(logging.DEBUG, f"built OpenCL program for {kernel or 'a kernel'}",
                         logger=log.name, device=device, kernel=kernel, category="compile",
