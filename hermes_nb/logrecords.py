@@ -359,25 +359,59 @@ def _is_compiler_warning(category: type[Warning]) -> bool:
     return any(c.__name__ == "CompilerWarning" for c in category.__mro__)
 
 
+# the warnings module's filters and showwarning are process-wide: builds on several device
+# threads share one capture, the last build to end restores the user's settings
+_warn_lock = threading.Lock()
+_warn_state: dict[str, Any] = {"depth": 0, "caught": []}
+
+
+def _capture_warnings() -> None:
+    if _warn_state["depth"] == 0:
+        saved = warnings.catch_warnings()
+        saved.__enter__()
+        warnings.simplefilter("always")
+        caught: list[tuple[int, Any]] = []
+        warnings.showwarning = lambda message, category, filename, lineno, file=None, \
+            line=None: caught.append((threading.get_ident(), warnings.WarningMessage(
+                message, category, filename, lineno, file, line)))
+        _warn_state.update(saved=saved, caught=caught)
+    _warn_state["depth"] += 1
+
+
+def _release_warnings() -> tuple[list[Any], list[Any]]:
+    """(this thread's compiler warnings, the other warnings to issue again now)."""
+    me = threading.get_ident()
+    caught = _warn_state["caught"]
+    mine = [w for t, w in caught if t == me and _is_compiler_warning(w.category)]
+    caught[:] = [(t, w) for t, w in caught if not (t == me and _is_compiler_warning(w.category))]
+    _warn_state["depth"] -= 1
+    if _warn_state["depth"]:
+        return mine, []
+    _warn_state.pop("saved").__exit__(None, None, None)
+    others = [w for _, w in caught if not _is_compiler_warning(w.category)]
+    caught.clear()
+    return mine, others
+
+
 @contextlib.contextmanager
 def build_warnings(device: str = "", kernel: str = "", logger: str = ROOT + ".backends"
                    ) -> Iterator[None]:
     """Around a build: a compiler's warnings (PyOpenCL's ``CompilerWarning``) become DEBUG
     records with their text attached instead of reaching the terminal; any other warning
-    raised meanwhile is issued again after the build, as if Hermes were not there."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            yield
-        finally:
-            warnings.resetwarnings()  # nothing below is caught again: the user's filters apply
-    for w in caught:
-        if _is_compiler_warning(w.category):
+    raised meanwhile is issued again after the build, under the user's own filters."""
+    with _warn_lock:
+        _capture_warnings()
+    try:
+        yield
+    finally:
+        with _warn_lock:
+            mine, others = _release_warnings()
+        for w in mine:
             text = str(w.message)
             first = next((ln for ln in text.splitlines() if ln.strip()), "compiler output")
             emit(logging.DEBUG, f"compiler output building {kernel or 'a program'}: {first}",
                  logger=logger, device=device, kernel=kernel, category="compile", detail=text)
-        else:
+        for w in others:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 

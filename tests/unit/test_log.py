@@ -244,3 +244,28 @@ def test_compiler_chatter_on_fd_2_during_a_build_is_a_record(capfd):
     (record,) = hm.logs(kernel="edges", last=1)
     assert record.message == "compiler output (build): 41 warnings generated."
     assert "unused variable" in record.detail and record.device == "opencl:0"
+
+
+def test_builds_on_several_threads_leave_the_users_warning_settings_as_they_were():
+    import threading
+
+    before = (list(warnings.filters), warnings.showwarning)
+    inside, release = threading.Event(), threading.Event()
+
+    def long_build():
+        with logrecords.build_warnings(device="opencl:1", kernel="long"):
+            inside.set()
+            release.wait(10)
+            warnings.warn("long build output", CompilerWarning, stacklevel=1)
+
+    other = threading.Thread(target=long_build)
+    other.start()
+    inside.wait(10)
+    with logrecords.build_warnings(device="opencl:0", kernel="short"):  # ends first
+        warnings.warn("short build output", CompilerWarning, stacklevel=1)
+    release.set()
+    other.join()
+    assert (list(warnings.filters), warnings.showwarning) == before
+    assert [r.device for r in hm.logs(category="compile", last=2)] == ["opencl:0", "opencl:1"]
+    with pytest.warns(UserWarning, match="still shown"):
+        warnings.warn("still shown", UserWarning, stacklevel=1)
