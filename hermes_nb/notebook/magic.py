@@ -280,8 +280,7 @@ class HermesMagics(Magics):
                 print(f"hermes: wrote a Chrome trace of {len(profile.kernels)} kernel(s) to {path} "
                       "(open it in https://ui.perfetto.dev or chrome://tracing)")
         if args.placement or args.timeline:
-            from hermes_nb.widgets import placement_view
-            from hermes_nb.widgets.show import timeline_view
+            from hermes_nb.widgets import placement_view, timeline_view
 
             if args.placement:
                 display(placement_view(profile))
