@@ -5,7 +5,8 @@
 scoped to it, then computes every lazy tensor the cell assigned to a name in one graph (so
 shared work runs once), rebinds the names to the results, and shows a summary and the views asked for.
 
-``%hermes devices|load|options|explain NAME`` shows tables (and the live load monitor).
+``%hermes devices|load|options|explain NAME`` shows tables (and the live load monitor);
+``%hermes log [--device D] [--level L] [--kernel K] [--category C]`` the Hermes log view.
 
 A cell fails as a plain Python cell fails (the kernel replies ``error``, so "Run All" and
 nbclient stop there): a bad option is a one-line ``UsageError``; an error in the cell's code
@@ -127,7 +128,7 @@ class HermesMagics(Magics):
     def hermes(self, line: str, cell: str | None = None) -> None:
         """%%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile] [--timeline]
         [--placement] [--fusion] [--trace FILE] [--report[=FILE]]
-        %hermes devices | load | options | explain NAME
+        %hermes devices | load | options | explain NAME | log [--device D] [--level L]
         """
         line = self._expand(line)
         if cell is None:
