@@ -20,6 +20,7 @@ from hermes_nb.ir.node import Node, is_borrowed, toposort
 from hermes_nb.runtime import graph_cache, profile
 from hermes_nb.runtime.cluster import check_cluster, killed_worker_error
 from hermes_nb.runtime.cluster_data import for_cluster, kept
+from hermes_nb.runtime.cluster_inventory import active_client
 from hermes_nb.runtime.cluster_run import cluster_get
 from hermes_nb.runtime.explain import kernel_source, plan_of
 from hermes_nb.runtime.lower import lower
@@ -31,18 +32,6 @@ from hermes_nb.runtime.targets import compile_target
 from hermes_nb.runtime.work import run_work
 
 __all__ = ["Resident", "compile_target", "execute", "last_profile", "materialised"]
-
-
-def _active_client() -> Any:
-    """The default ``dask.distributed`` client, if one is running."""
-    if "distributed" not in sys.modules:
-        return None
-    from distributed import default_client
-
-    try:
-        return default_client()
-    except ValueError:
-        return None
 
 
 def _debug_level() -> int:
@@ -71,7 +60,7 @@ def execute(outputs: Sequence[Node], *, persist: bool = False) -> list[Resident]
     run_id = profile.begin(plan, on_kernel=bar, work=work)
     graph, keys = lower(optimized, placed, run_id)
     try:
-        client = _active_client()
+        client = active_client()
         if client is not None:
             results = _run_on_cluster(client, graph, keys, optimized, persist=persist)
         elif _runs_on_caller(placed):

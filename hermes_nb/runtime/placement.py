@@ -106,6 +106,16 @@ def _measure_links(scheduler: Scheduler, all_devices: list[Device]) -> None:
             log.warning("hermes: could not measure the host link of %s: %s", dev.id, exc)
 
 
+def source_placement(node: Node) -> Placement | None:
+    """Where a source lives (a computed buffer on its device, a constant or random draw on
+    the host unless pinned), or None for a kernel, which the scheduler places."""
+    if node.op == "buffer":
+        return Placement(node.attrs["handle"].device, None)
+    if node.op in ("constant", "random"):
+        return Placement(node.device or HOST, None)
+    return None
+
+
 def place(outputs: list[Node], *, commit: bool = True) -> dict[int, Placement]:
     """A device for every node reachable from ``outputs`` (keyed by ``id(node)``).
 
@@ -123,11 +133,9 @@ def place(outputs: list[Node], *, commit: bool = True) -> dict[int, Placement]:
     wait = {d.id: d.load().expected_free_s for d in all_devices}
     placed: dict[int, Placement] = {}
     for node in toposort(outputs):
-        if node.op == "buffer":
-            placed[id(node)] = Placement(node.attrs["handle"].device, None)
-            continue
-        if node.op in ("constant", "random"):
-            placed[id(node)] = Placement(node.device or HOST, None)
+        source = source_placement(node)
+        if source is not None:
+            placed[id(node)] = source
             continue
         candidates = [d.id for d in all_devices if capable(d, node)]
         inputs = [InputData(i.nbytes, on={placed[id(i)].device}) for i in node.inputs]
@@ -160,11 +168,9 @@ def place_on_cluster(outputs: list[Node], cluster: ClusterView, *,
     wait: dict[str, float] = {}
     placed: dict[int, Placement] = {}
     for node in toposort(outputs):
-        if node.op == "buffer":
-            placed[id(node)] = Placement(node.attrs["handle"].device, None)
-            continue
-        if node.op in ("constant", "random"):
-            placed[id(node)] = Placement(node.device or HOST, None)
+        source = source_placement(node)
+        if source is not None:
+            placed[id(node)] = source
             continue
         candidates = [c for c in cluster.candidates if c.capable(node)]
         sources = [placed[id(i)].device for i in node.inputs]
