@@ -131,6 +131,10 @@ def timeline(profile: Profile | Sequence[Profile] | None, runs: int | None = Non
     # builds and copies under the kernels, every text above every bar
     compile_bars, compile_text = _compile_bars(fig, compiles, colors, texts[n:])
     copy_bars = _copy_bars(fig, transfers)
+    # at least 3 px of each kernel: one far shorter than its build still shows
+    source.data["mid_ms"] = [(a + b) / 2 for a, b in zip(cols["start_ms"], cols["end_ms"])]
+    fig.rect(x="mid_ms", y="lane", width=3, width_units="screen", height=0.7, source=source,
+             fill_color="color", line_color=None, name="kernel_ticks")
     # a white outline keeps back-to-back kernels apart
     bars = fig.hbar(y="lane", left="start_ms", right="end_ms", height=0.7, source=source,
                     fill_color="color", line_color="white", line_width=1.5, name="kernels")
