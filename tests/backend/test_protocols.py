@@ -198,8 +198,8 @@ def test_asarray_and_from_dlpack_read_torch_in_place(device: Any) -> None:
 
 
 def test_jax_arrays_go_both_ways(device: Any) -> None:
-    jnp = pytest.importorskip("jax.numpy", reason="the JAX exchange test needs jax (not in "
-                              "the test extra; pip install jax)")
+    jnp = pytest.importorskip("jax.numpy", reason="the JAX exchange test needs jax (in the "
+                              "test extra: pip install -e '.[test]')")
     source = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
     with hm.device(device):
         t = hm.asarray(source)
