@@ -3,7 +3,8 @@
 The runtime's scheduler runs a new kernel on the one device the prior predicts best
 (``scheduler.policies``), so a first run compiles nowhere else. After that run, each other
 capable device that has never timed the kernel compiles and times it here, on one daemon
-thread, while no graph is running in this process: on zero-filled inputs of the kernel's
+thread, while no graph is running in this process and the process is near idle (the
+user's own NumPy between runs uses the same cores): on zero-filled inputs of the kernel's
 shapes, on the device's own thread (so it never overlaps the user's work there), its
 compile recorded apart and left out of the timings it feeds the history. A later run then
 chooses among calibrated devices without waiting for a compile in the foreground.
@@ -35,6 +36,9 @@ log = logging.getLogger("hermes_nb.runtime")
 
 MAX_BYTES = 64 << 20  # zero-filled inputs and an output this large, at most, per job
 IDLE_POLL_S = 0.05
+#: the process is busy (the user's NumPy, OpenCV, ... between Hermes runs) above this
+#: share of one core over a poll: exploring then would take the cores it is using
+BUSY_CPU_SHARE = 0.2
 
 _jobs: queue.Queue[tuple[Scheduler, OpSpec, Decision, str]] = queue.Queue()
 _pending: set[tuple[str, str]] = set()  # (signature, device) queued or running
@@ -111,7 +115,14 @@ def wait(timeout_s: float = 60.0) -> bool:
 
 
 def _idle() -> bool:
-    return not profile.running()
+    """No Hermes graph runs and the process itself is near idle over one poll (on a
+    machine whose devices share the host's cores, exploring beside the user's own code
+    would slow it)."""
+    if profile.running():
+        return False
+    start = time.process_time()
+    time.sleep(IDLE_POLL_S)
+    return time.process_time() - start < BUSY_CPU_SHARE * IDLE_POLL_S and not profile.running()
 
 
 def _loop() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 
 import numpy as np
 import pytest
@@ -156,3 +157,18 @@ def test_a_new_kernel_under_auto_compiles_on_one_device_only(fresh_scheduler):
         hm.compute(*again)
     assert last_profile().compiles == []  # no compile in the foreground on a later run
     assert first in timed
+
+
+def test_background_calibration_waits_while_the_process_is_busy(fresh_scheduler):
+    """The user's own work between runs (NumPy here) keeps the explorer off the cores."""
+    capable = [d for d in hm.devices() if d.kind in ("cpu", "opencl", "cuda")]
+    if len(capable) < 2:
+        pytest.skip("needs two devices that build kernels")
+    chain = _new_chain()
+    with hm.policy("auto"):
+        _apply(chain, hm.asarray(_input())).numpy()
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:  # a busy caller: pure Python keeps a core occupied
+        sum(i * i for i in range(20000))
+        assert explore.busy(), "calibration finished while the process was busy"
+    assert explore.wait(120)  # idle again: it runs and completes
