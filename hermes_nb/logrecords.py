@@ -15,8 +15,9 @@ calibration choices: :func:`emit`) are kept whatever the logging config; plain
 ``log.debug`` lines are kept when the ``hermes_nb`` logger lets them through. What reaches
 the terminal: with ``HERMES_LOG=debug`` (or ``info``, ``warning``, ``error``) every Hermes
 record at that level or above goes to stderr. Without it, the application's own logging
-handlers get what its config lets through, as without Hermes; when it has none, warnings and
-errors are printed, a fallback once per kernel and device, never on every run. Compiler
+handlers get what its config lets through, as without Hermes; when none would get a record
+(on its logger or an ancestor, as ``logging`` decides), warnings and errors are printed, a
+fallback once per kernel and device, never on every run. Compiler
 chatter (PoCL's "N warnings generated", PyOpenCL's ``CompilerWarning``) becomes DEBUG
 records with the text attached (:func:`build_warnings`, :func:`worker_output`).
 
@@ -233,7 +234,7 @@ class HermesHandler(logging.Handler):
             if rec.levelno >= self.print_level:
                 self.console.handle(rec)
             return
-        if logging.getLogger().handlers or rec.levelno < logging.WARNING:
+        if _handled_elsewhere(rec.name) or rec.levelno < logging.WARNING:
             return  # the application's own handlers show what its config lets through
         if kept.category == "fallback":  # once per kernel and device, not on every run
             seen = (kept.category, kept.kernel, kept.device)
@@ -242,6 +243,18 @@ class HermesHandler(logging.Handler):
                     return
                 _printed.add(seen)
         self.console.handle(rec)
+
+
+def _handled_elsewhere(name: str) -> bool:
+    """Whether a handler other than Hermes's own gets records of logger ``name`` (on it or
+    an ancestor it propagates to): the rule by which ``logging`` itself decides whether its
+    last-resort handler prints a warning."""
+    logger: logging.Logger | None = logging.getLogger(name)
+    while logger is not None:
+        if any(not isinstance(h, HermesHandler) for h in logger.handlers):
+            return True
+        logger = logger.parent if logger.propagate else None
+    return False
 
 
 def _keep(found: list[Record]) -> None:

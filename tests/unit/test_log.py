@@ -146,6 +146,28 @@ def test_default_prints_warnings_and_a_fallback_once(monkeypatch, capsys):
     assert len(hm.logs(kernel="fused_stencil", device="opencl:7", category="fallback")) >= 3
 
 
+def test_an_applications_handler_below_the_root_decides_what_shows(monkeypatch, capsys):
+    """A handler on ``hermes_nb.runtime`` (as a notebook may attach) gets the fallback, and
+    Hermes prints nothing of its own, as ``logging``'s last resort would not."""
+    import io
+
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    monkeypatch.delenv("HERMES_LOG", raising=False)
+    logrecords.configure()
+    log = logging.getLogger("hermes_nb.runtime")
+    mine = io.StringIO()
+    handler = logging.StreamHandler(mine)
+    log.addHandler(handler)
+    try:
+        log.warning("hermes: %s failed on %s (%s); retrying on %s", "fused_reduce", "opencl:8",
+                    "boom", "cpu:0")
+    finally:
+        log.removeHandler(handler)
+    assert "fused_reduce failed on opencl:8" in mine.getvalue()
+    assert capsys.readouterr().err == ""
+    assert hm.logs(kernel="fused_reduce", device="opencl:8", category="fallback")
+
+
 def test_compiler_warning_in_a_build_is_a_record_not_printed(capsys, recwarn):
     with logrecords.build_warnings(device="opencl:0", kernel="blur"):
         warnings.warn("Built kernel retrieved from cache.\n41 warnings generated.", CompilerWarning,
