@@ -340,3 +340,8 @@ __all__.append("logs")
 from hermes_nb.runtime.report import Report, report  # noqa: E402
 
 __all__ += ["Report", "report"]
+
+# the array API's linalg extension (``hm.linalg.solve``, ...); ``hm.matmul`` stays too
+from hermes_nb.api import linalg_namespace as linalg  # noqa: E402, F401 (in __all__ below)
+
+__all__.append("linalg")
