@@ -13,8 +13,10 @@ device (:mod:`hermes_nb.api.linalg_lapack`): ``cholesky``, ``det``, ``eigh``,
 5.0
 """
 
+from typing import Any
+
+from hermes_nb.api import linalg as _linalg
 from hermes_nb.api.contractions import tensordot, vecdot
-from hermes_nb.api.linalg import matmul
 from hermes_nb.api.linalg_lapack import (
     EighResult,
     QRResult,
@@ -43,6 +45,19 @@ from hermes_nb.api.linalg_lazy import (
     vector_norm,
 )
 from hermes_nb.api.manipulation import matrix_transpose
+from hermes_nb.api.tensor import Tensor
+
+
+def matmul(x1: Any, x2: Any, /) -> Tensor:
+    """``hm.matmul`` with the standard's positional-only signature: the matrix product,
+    1-D operands promoted and the added axis removed, batch axes broadcast.
+
+    >>> import hermes_nb as hm
+    >>> hm.linalg.matmul(hm.ones((2, 3)), hm.ones(3)).shape
+    (2,)
+    """
+    return _linalg.matmul(x1, x2)
+
 
 __all__ = [
     "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cross", "det",
