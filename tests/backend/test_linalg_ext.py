@@ -68,7 +68,7 @@ def test_signatures_match_array_api_strict(name):
 
 # ---- lazy compositions --------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("ord", [2, 1, math.inf, -math.inf, 0, 3, 0.5])
+@pytest.mark.parametrize("ord", [2, 1, math.inf, -math.inf, 0, 3, 0.5, -1])
 @pytest.mark.parametrize(("axis", "keepdims"), [(None, False), (-1, False), ((0, 2), True)])
 def test_vector_norm(device, run_on, sample, dtype, ord, axis, keepdims):
     _fp(device, dtype)
