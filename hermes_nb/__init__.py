@@ -345,3 +345,19 @@ __all__ += ["Report", "report"]
 from hermes_nb.api import linalg_namespace as linalg  # noqa: E402, F401 (in __all__ below)
 
 __all__.append("linalg")
+
+# the standard's indexing, searching, sorting and set functions
+from hermes_nb.api.searching import (  # noqa: E402
+    argsort,
+    nonzero,
+    sort,
+    take,
+    take_along_axis,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
+
+__all__ += ["argsort", "nonzero", "sort", "take", "take_along_axis", "unique_all",
+            "unique_counts", "unique_inverse", "unique_values"]

@@ -64,7 +64,8 @@ def _borrowed_constant(array: np.ndarray) -> Tensor:
                             **{BORROWED: True}))
 
 
-def asarray(obj: Any, dtype: object = None, *, copy: bool | None = None) -> Tensor:
+def asarray(obj: Any, dtype: object = None, *, device: DeviceLike = None,
+            copy: bool | None = None) -> Tensor:
     """A tensor from a Tensor, NumPy array, nested sequence or Python scalar.
 
     ``copy`` follows the array API standard. ``True``: the tensor holds a copy (a snapshot:
@@ -84,11 +85,26 @@ def asarray(obj: Any, dtype: object = None, *, copy: bool | None = None) -> Tens
     one array held on a worker (``client.compute``), read there as a Future is; without one,
     here, into host memory. Both are values already made, so ``copy`` changes nothing.
 
+    ``device`` pins the tensor to a Hermes device (an id such as ``"opencl:0"`` or a
+    ``hm.Device``); a tensor already on another device is moved there, which ``copy=False``
+    refuses.
+
     >>> import hermes_nb as hm
     >>> hm.asarray([[1, 2], [3, 4]]).dtype.name
     'int64'
+    >>> hm.asarray([1.0, 2.0], device="cpu:0").device
+    'cpu:0'
     """
     copy = _copy_flag(copy)
+    wanted = device_id(device, "asarray")
+    if wanted is not None:
+        with on_device(wanted, "asarray"):
+            tensor = asarray(obj, dtype, copy=copy)
+        if tensor.device != wanted:
+            if copy is False:
+                _refuse_copy(f"a tensor on {tensor.device}", f"moving it to {wanted}")
+            tensor = tensor.to(wanted)
+        return tensor
     obj = from_cluster(obj)
     if isinstance(obj, Tensor):
         return _tensor_as(obj, dtype, copy)

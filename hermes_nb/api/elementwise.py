@@ -59,14 +59,34 @@ def cast(value: Tensor | bool | int | float, dtype: np.dtype, op: str) -> Tensor
     return from_numpy(array)
 
 
-def astype(x: Tensor, dtype: object) -> Tensor:
-    """``x`` converted to ``dtype`` (to bool: nonzero; floats to ints truncate)."""
+def astype(x: Tensor, dtype: object, /, *, copy: bool = True, device: Any = None) -> Tensor:
+    """``x`` converted to ``dtype`` (to bool: nonzero; floats to ints truncate), moved to
+    ``device`` if given.
+
+    Tensors are immutable, so ``copy`` changes nothing: any value gives the same lazy
+    tensor, and ``copy=False`` never raises (a cast to ``x``'s own dtype returns ``x``, a
+    real cast a new tensor), unlike ``asarray(copy=False)``.
+
+    >>> import hermes_nb as hm
+    >>> t = hm.asarray([1.7, -2.5])
+    >>> hm.astype(t, hm.int32, copy=False).numpy().tolist()
+    [1, -2]
+    >>> hm.astype(t, hm.float64, copy=False) is t
+    True
+    """
     target = dtypes.as_dtype(dtype, op="astype")
+    if copy is not None and not isinstance(copy, (bool, np.bool_)):
+        raise TypeError(f"astype: copy must be True or False, got {copy!r}")
     if not isinstance(x, Tensor):
         x = _as_tensor(x, "astype")
-    if x.dtype == target:
-        return x
-    return Tensor(make_node("astype", (x.node,), x.shape, target))
+    out = x if x.dtype == target else Tensor(make_node("astype", (x.node,), x.shape, target))
+    if device is not None:
+        from hermes_nb.api.namespace_info import device_id
+
+        wanted = device_id(device, "astype")
+        if out.device != wanted:
+            out = out.to(wanted)
+    return out
 
 
 def _as_tensor(value: Any, op: str) -> Tensor:

@@ -20,6 +20,7 @@ from hermes_nb.api import (
     namespace_info,
     numpy_dispatch,
     reductions,
+    searching,
 )
 from hermes_nb.api import random as api_random
 from hermes_nb.api.tensor import Tensor
@@ -40,8 +41,9 @@ def _random(cls: type[Tensor], shape: Sequence[int] | int, dtype: object = "floa
     return api_random.uniform(shape, dtype=dtype, seed=seed)
 
 
-def _astype(self: Tensor, dtype: object) -> Tensor:
-    return elementwise.astype(self, dtype)
+def _astype(self: Tensor, dtype: object, /, *, copy: bool = True, device: Any = None
+            ) -> Tensor:
+    return elementwise.astype(self, dtype, copy=copy, device=device)
 
 
 # ---- operators -----------------------------------------------------------------------
@@ -81,6 +83,9 @@ _COMPARISONS = {
 
 # ---- shape ---------------------------------------------------------------------------
 def _getitem(self: Tensor, key: Any) -> Tensor:
+    mask = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    if isinstance(mask, (Tensor, np.ndarray)) and mask.dtype == np.bool_:
+        return searching.boolean_mask(self, mask)  # data-dependent: the mask is read now
     return manipulation.getitem(self, key)
 
 

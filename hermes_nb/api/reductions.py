@@ -38,16 +38,41 @@ def _check_nonempty(op: str, x: Tensor, axes: tuple[int, ...]) -> None:
         )
 
 
-def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """Sum over ``axis`` (all axes by default); bool and integers sum in int64."""
+def _accumulate(op: str, t: Tensor, dtype: object) -> np.dtype:
+    """The dtype ``op`` sums or multiplies in: ``dtype`` if given, else the standard's
+    default (bool and integers in the default integer dtype, int64; floats in their own)."""
+    if dtype is None:
+        return REDUCES[op].result_dtype(t.dtype)
+    return dtypes.as_dtype(dtype, op=f"{op}: dtype")
+
+
+def sum(x: Any, axis: Axis = None, keepdims: bool = False, *, dtype: object = None
+        ) -> Tensor:
+    """Sum over ``axis`` (all axes by default), in ``dtype``: by default bool and integers
+    sum in int64 (the default integer dtype), floats in their own dtype. ``x`` is cast to
+    ``dtype`` before it is summed, as the array API standard says.
+
+    >>> import hermes_nb as hm
+    >>> hm.sum(hm.asarray([True, True, False])).dtype.name
+    'int64'
+    >>> hm.sum(hm.asarray([1, 2, 3], dtype=hm.int32), dtype=hm.float32).numpy().item()
+    6.0
+    """
     t = _as_tensor(x, "sum")
-    acc = REDUCES["sum"].result_dtype(t.dtype)
+    acc = _accumulate("sum", t, dtype)
     return _reduce("sum", astype(t, acc), _axes("sum", t, axis), keepdims, acc)
 
 
-def prod(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
+def prod(x: Any, axis: Axis = None, keepdims: bool = False, *, dtype: object = None
+         ) -> Tensor:
+    """Product over ``axis`` (all axes by default), in ``dtype`` as :func:`sum`.
+
+    >>> import hermes_nb as hm
+    >>> hm.prod(hm.asarray([1.5, 2.0, 4.0]), dtype=hm.float64).numpy().item()
+    12.0
+    """
     t = _as_tensor(x, "prod")
-    acc = REDUCES["prod"].result_dtype(t.dtype)
+    acc = _accumulate("prod", t, dtype)
     return _reduce("prod", astype(t, acc), _axes("prod", t, axis), keepdims, acc)
 
 

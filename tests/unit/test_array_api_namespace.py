@@ -15,6 +15,7 @@ import pytest
 
 import hermes_nb as hm
 from hermes_nb.api import construct, contractions, dtype_functions, manipulation, namespace_info, utility
+from hermes_nb.api import searching
 
 DTYPES = [hm.bool, hm.int32, hm.int64, hm.float32, hm.float64]
 NEW_FUNCTIONS = [
@@ -23,6 +24,8 @@ NEW_FUNCTIONS = [
     "squeeze", "flip", "roll", "moveaxis", "broadcast_arrays", "tile", "repeat", "unstack",
     "matrix_transpose", "vecdot", "tensordot", "all", "any", "count_nonzero", "cumulative_sum",
     "diff", "cumulative_prod", "searchsorted",
+    "take", "take_along_axis", "nonzero", "sort", "argsort", "unique_values", "unique_counts",
+    "unique_inverse", "unique_all", "astype",
 ]
 
 
@@ -247,7 +250,7 @@ def test_results_agree_with_array_api_strict(case):
 
 # ---- doctests --------------------------------------------------------------------------------
 @pytest.mark.parametrize("module", [namespace_info, dtype_functions, construct, contractions,
-                                    manipulation, utility], ids=lambda m: m.__name__)
+                                    manipulation, utility, searching], ids=lambda m: m.__name__)
 def test_doctests(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
