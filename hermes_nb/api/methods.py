@@ -185,6 +185,7 @@ def _methods() -> dict[str, Any]:
         "__neg__": _unary(elementwise.negative), "__abs__": _unary(elementwise.abs),
         "__invert__": _unary(elementwise.logical_not, operator="~"),
         "__getitem__": _getitem, "T": property(_transposed), "reshape": _reshape,
+        "at": property(searching.IndexUpdates),
         "mT": property(_matrix_transposed), "__array_namespace__": _array_namespace,
         "to_device": _to_device,
         "__dlpack__": _dlpack, "__dlpack_device__": _dlpack_device,

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from hermes_nb.api.creation import asarray
-from hermes_nb.api.elementwise import _as_tensor
+from hermes_nb.api.elementwise import _as_tensor, astype, where
 from hermes_nb.api.manipulation import broadcast_to, concat, getitem, reshape
 from hermes_nb.api.tensor import Tensor
 from hermes_nb.ir import infer
@@ -214,6 +214,74 @@ def boolean_mask(x: Any, mask: Any) -> Tensor:
     return _gather(rows, np.flatnonzero(m), 0)
 
 
+# ---- functional update: x.at[key].set(value) ------------------------------------------
+def _host_key(key: Any) -> Any:
+    """``key`` with its tensors read now, for NumPy to index a host array with."""
+    items = key if isinstance(key, tuple) else (key,)
+    read = tuple(k.numpy() if isinstance(k, Tensor) else k for k in items)
+    return read if isinstance(key, tuple) else read[0]
+
+
+class IndexUpdate:
+    """``x.at[key]``: the place ``key`` names in ``x``, for a functional update."""
+
+    __slots__ = ("_key", "_x")
+
+    def __init__(self, x: Tensor, key: Any) -> None:
+        self._x, self._key = x, key
+
+    def set(self, value: Any) -> Tensor:
+        """A new lazy tensor: ``x`` with ``value`` at ``key`` (``x`` itself is unchanged).
+
+        ``key`` is any NumPy index: ints, slices, ``None``, ``...``, integer or bool arrays
+        (a Tensor in ``key`` is read now). ``value`` broadcasts to ``x[key]``'s shape and is
+        cast to ``x``'s dtype; it may be a lazy tensor. The result is
+        ``where(mask, spread, x)``, with the mask and the placement of ``value`` worked out
+        from ``x``'s shape now, so nothing of ``x`` or ``value`` is computed. Where an
+        integer array repeats a position, the last value given for it is set, as in NumPy.
+
+        >>> import hermes_nb as hm
+        >>> x = hm.zeros((2, 3), dtype=hm.int32)
+        >>> x.at[:, 1:].set(hm.asarray([7, 8])).numpy().tolist()
+        [[0, 7, 8], [0, 7, 8]]
+        >>> x.numpy().tolist()
+        [[0, 0, 0], [0, 0, 0]]
+        """
+        x, key = self._x, _host_key(self._key)
+        where_at = np.full(x.shape, -1, dtype=np.int64)
+        try:
+            target = where_at[key].shape
+            where_at[key] = np.arange(int(np.prod(target)), dtype=np.int64).reshape(target)
+        except (IndexError, TypeError, ValueError) as exc:
+            raise IndexError(f"at[...].set: index {self._key!r} does not index a tensor of "
+                             f"shape {infer.fmt(x.shape)}: {exc}") from None
+        v = astype(_as_tensor(value, "at[...].set"), x.dtype)
+        try:
+            np.broadcast_shapes(v.shape, target)
+        except ValueError:
+            raise ValueError(f"at[...].set: a value of shape {infer.fmt(v.shape)} does not "
+                             f"broadcast to the indexed shape {infer.fmt(target)}") from None
+        mask = where_at >= 0
+        if not mask.any():
+            return x
+        flat = reshape(broadcast_to(v, target), (-1,))
+        spread = reshape(_gather(flat, np.maximum(where_at, 0).reshape(-1), 0), x.shape)
+        return where(asarray(mask, device=x.device), spread, x)
+
+
+class IndexUpdates:
+    """``x.at``: ``x.at[key].set(value)`` gives ``x`` with ``value`` at ``key``, a new
+    lazy tensor (tensors are immutable; JAX's spelling of ``x[key] = value``)."""
+
+    __slots__ = ("_x",)
+
+    def __init__(self, x: Tensor) -> None:
+        self._x = x
+
+    def __getitem__(self, key: Any) -> IndexUpdate:
+        return IndexUpdate(self._x, key)
+
+
 # ---- sorting -------------------------------------------------------------------------
 def _sort_args(op: str, x: Any, axis: int, descending: object, stable: object
                ) -> tuple[Tensor, int]:
@@ -330,6 +398,6 @@ def unique_all(x: Any, /) -> UniqueAllResult:
                            _back(counts.astype(xp.int64), t))
 
 
-__all__ = ["UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult", "argsort",
-           "boolean_mask", "nonzero", "sort", "take", "take_along_axis", "unique_all",
-           "unique_counts", "unique_inverse", "unique_values"]
+__all__ = ["IndexUpdate", "IndexUpdates", "UniqueAllResult", "UniqueCountsResult",
+           "UniqueInverseResult", "argsort", "boolean_mask", "nonzero", "sort", "take",
+           "take_along_axis", "unique_all", "unique_counts", "unique_inverse", "unique_values"]

@@ -257,3 +257,41 @@ def test_unique_results_are_named():
     assert np.isnan(r.values.numpy()).sum() == 2  # each NaN is distinct
     assert hm.unique_counts(hm.ones(2))._fields == ("values", "counts")
     assert hm.unique_inverse(hm.ones(2))._fields == ("values", "inverse_indices")
+
+
+# ---- x.at[key].set(value) ---------------------------------------------------------------
+_KEYS = [1, (slice(None), -1), (slice(None, None, 2), slice(None, None, -2)), (Ellipsis, None),
+         np.array([[True, False, True, False]] * 3), (slice(None), np.array([0, 0, 3])),
+         (slice(1, 1),)]
+
+
+@pytest.mark.parametrize("key", _KEYS, ids=["int", "neg", "steps", "ellipsis", "mask", "ints",
+                                            "empty"])
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float64"])
+def test_at_set(device, run_on, assert_close, sample, key, dtype):
+    x = sample((3, 4), dtype)
+    target = x[key].shape
+    value = sample(target[-1:] if target else (), dtype, seed=5)
+    expected = x.copy()
+    expected[key] = value
+    assert_close(run_on(device, lambda t, v: t.at[key].set(v), x, np.asarray(value)), expected)
+    assert_close(run_on(device, lambda t: t.at[key].set(1), x),
+                 np.where(np.isin(np.arange(12).reshape(3, 4), np.arange(12).reshape(3, 4)[key]),
+                          np.ones((), dtype), x))
+
+
+def test_at_set_is_functional():
+    x = hm.zeros(4)
+    y = x.at[1:3].set(hm.ones(2) * 5)
+    assert not y.is_materialized
+    assert y.numpy().tolist() == [0.0, 5.0, 5.0, 0.0]
+    assert x.numpy().tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_at_set_errors():
+    with pytest.raises(IndexError, match=r"at\[...\].set: index 5 does not index a tensor of "
+                                         r"shape \(3, 4\)"):
+        hm.zeros((3, 4)).at[5].set(1)
+    with pytest.raises(ValueError, match=r"at\[...\].set: a value of shape \(3,\) does not "
+                                         r"broadcast to the indexed shape \(2, 4\)"):
+        hm.zeros((3, 4)).at[1:].set(hm.ones(3))

@@ -14,8 +14,15 @@ import numpy as np
 import pytest
 
 import hermes_nb as hm
-from hermes_nb.api import construct, contractions, dtype_functions, manipulation, namespace_info, utility
-from hermes_nb.api import searching
+from hermes_nb.api import (
+    construct,
+    contractions,
+    dtype_functions,
+    manipulation,
+    namespace_info,
+    searching,
+    utility,
+)
 
 DTYPES = [hm.bool, hm.int32, hm.int64, hm.float32, hm.float64]
 NEW_FUNCTIONS = [
