@@ -339,8 +339,13 @@ def _unique(op: str, x: Any) -> tuple[Tensor, Any, tuple[Any, ...]]:
     t = _as_tensor(x, op)
     xp = _xp(t)
     a = _value(t)
-    found = xp.unique(a.reshape(-1), return_index=True, return_inverse=True,
-                      return_counts=True, equal_nan=False)
+    try:
+        found = xp.unique(a.reshape(-1), return_index=True, return_inverse=True,
+                          return_counts=True, equal_nan=False)
+    except TypeError:  # a CuPy before equal_nan: NumPy on the host, NaNs still distinct
+        xp = np
+        found = np.unique(t.numpy().reshape(-1), return_index=True, return_inverse=True,
+                          return_counts=True, equal_nan=False)
     return t, xp, tuple(found)
 
 
