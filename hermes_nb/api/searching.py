@@ -1,14 +1,15 @@
 """The array API's indexing, searching, sorting and set functions: ``take``,
-``take_along_axis``, ``nonzero``, ``sort``, ``argsort`` and ``unique_*``, and boolean-mask
-indexing (``x[mask]``).
+``take_along_axis``, ``nonzero``, ``sort``, ``argsort`` and ``unique_*``, boolean-mask
+indexing (``x[mask]``) and the functional update ``x.at[key].set(value)``.
 
 ``take`` and ``take_along_axis`` stay lazy in ``x``: the indices are read now (a Tensor of
 indices is computed), and the result is built from static slices of ``x`` joined with
 ``concat``, one slice per run of evenly spaced indices, so they suit short or orderly index
-lists. The other functions have data-dependent results (``nonzero``, ``unique_*``,
-``x[mask]``) or need a sort, which Hermes has no kernel for: they compute their input now,
-with NumPy on the host (CuPy for a tensor on ``cuda:N``), and return tensors on the input's
-device.
+lists; over ``MAX_PIECES`` (1024) runs, ``x`` is computed now and indexed on the host (CuPy
+on ``cuda:N``), as ``x[mask]`` and ``x.at[key].set(value)`` do with theirs. The other
+functions have data-dependent results (``nonzero``, ``unique_*``, ``x[mask]``) or need a
+sort, which Hermes has no kernel for: they compute their input now, with NumPy on the host
+(CuPy for a tensor on ``cuda:N``), and return tensors on the input's device.
 """
 
 from __future__ import annotations
@@ -82,6 +83,10 @@ def _in_range(op: str, idx: np.ndarray, size: int, axis: int) -> np.ndarray:
 
 
 # ---- take ----------------------------------------------------------------------------
+#: the most runs of evenly spaced indices built as slices; beyond, the input is computed now
+MAX_PIECES = 1024
+
+
 def _pieces(idx: np.ndarray) -> list[tuple[int, int, int]]:
     """``(start, step, count)`` for each run of evenly spaced indices (step 0: repeats)."""
     out: list[tuple[int, int, int]] = []
@@ -105,8 +110,12 @@ def _gather(t: Tensor, idx: np.ndarray, ax: int) -> Tensor:
 
     if idx.size == 0:
         return getitem(t, along(slice(0, 0)))
+    pieces = _pieces(idx)
+    if len(pieces) > MAX_PIECES:  # a graph of that many slices costs more than computing t
+        xp = _xp(t)
+        return _back(xp.take(_value(t), xp.asarray(idx), axis=ax), t)
     parts = []
-    for start, step, count in _pieces(idx):
+    for start, step, count in pieces:
         if step == 0:
             one = getitem(t, along(slice(start, start + 1)))
             parts.append(broadcast_to(one, (*t.shape[:ax], count, *t.shape[ax + 1:])))
@@ -120,7 +129,8 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Tensor:
     """The elements of ``x`` at ``indices`` (1-D integers) along ``axis``, which may be None
     only for a 1-D ``x``. Negative indices count from the end, as in NumPy; one out of range
     is an ``IndexError`` naming it. Lazy in ``x``; ``indices`` are read now (a Tensor of
-    indices is computed): the result is static slices of ``x`` joined by ``concat``.
+    indices is computed): the result is static slices of ``x`` joined by ``concat``, one per
+    run of evenly spaced indices. Over ``MAX_PIECES`` runs, ``x`` is computed now instead.
 
     >>> import hermes_nb as hm
     >>> hm.take(hm.asarray([10, 20, 30, 40]), hm.asarray([3, 0, 0, -1])).numpy().tolist()
@@ -196,7 +206,8 @@ def nonzero(x: Any, /) -> tuple[Tensor, ...]:
 def boolean_mask(x: Any, mask: Any) -> Tensor:
     """``x[mask]`` for a bool ``mask`` of the shape of ``x``'s leading dimensions: the
     elements (or sub-arrays) where ``mask`` is True, flattened along those dimensions. The
-    result's length depends on the mask, so the mask is computed now; ``x`` stays lazy.
+    result's length depends on the mask, so the mask is computed now; ``x`` stays lazy
+    unless the mask's True elements form over ``MAX_PIECES`` runs (then it is computed too).
 
     >>> import hermes_nb as hm
     >>> x = hm.asarray([1.0, -2.0, 3.0])
@@ -237,7 +248,8 @@ class IndexUpdate:
         (a Tensor in ``key`` is read now). ``value`` broadcasts to ``x[key]``'s shape and is
         cast to ``x``'s dtype; it may be a lazy tensor. The result is
         ``where(mask, spread, x)``, with the mask and the placement of ``value`` worked out
-        from ``x``'s shape now, so nothing of ``x`` or ``value`` is computed. Where an
+        from ``x``'s shape now, so nothing of ``x`` is computed, nor of ``value`` unless
+        ``key`` spreads it over more than ``MAX_PIECES`` runs. Where an
         integer array repeats a position, the last value given for it is set, as in NumPy.
 
         >>> import hermes_nb as hm

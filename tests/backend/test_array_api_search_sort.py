@@ -104,6 +104,18 @@ def test_take(device, run_on, assert_close, sample, shape, indices, axis, dtype)
         assert_close(out, _np(strict.take(_strict(x), _strict(idx), axis=axis)))
 
 
+def test_take_of_many_scattered_indices(device, run_on, assert_close, sample):
+    x = sample((3, 5000), "float32")
+    idx = np.random.default_rng(2).integers(-5000, 5000, size=3000)
+    assert_close(run_on(device, lambda t: hm.take(t, idx, axis=1), x), np.take(x, idx, axis=1))
+    m = sample((5000,), "bool", seed=4)
+    assert_close(run_on(device, lambda t: t[m], x[0]), x[0][m])
+    keyed = x.copy()
+    keyed[:, m] = 2.0
+    assert_close(run_on(device, lambda t: t.at[:, m].set(hm.full((3, int(m.sum())), 2.0,
+                                                                  dtype=hm.float32)), x), keyed)
+
+
 def test_take_stays_lazy_in_x():
     x = hm.arange(10) * 2
     out = hm.take(x, np.array([1, 3, 5, 7, 9, 0]))
