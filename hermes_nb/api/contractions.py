@@ -24,6 +24,17 @@ def _numeric_pair(op: str, x1: Any, x2: Any) -> tuple[Tensor, Tensor, Any]:
     return astype(a, work), astype(b, work), work
 
 
+def check_trailing_axis(op: str, axis: object, a: Tensor, b: Tensor) -> None:
+    """``axis`` as ``vecdot`` and ``linalg.cross`` take it: a negative int counted from the
+    end of the broadcast shapes of ``a`` and ``b``."""
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise TypeError(f"{op}: axis must be an int, got {axis!r}")
+    ndim = max(a.ndim, b.ndim)
+    if ndim == 0 or not -ndim <= axis < 0:
+        raise ValueError(f"{op}: axis {axis} is out of range for shapes {infer.fmt(a.shape)} "
+                         f"and {infer.fmt(b.shape)} (allowed: {-ndim} to -1)")
+
+
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
     """The dot product of the vectors along ``axis`` of ``x1`` and ``x2``; the other axes
     broadcast. ``axis`` counts from the end of the broadcast shape (a negative int).
@@ -33,12 +44,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
     11.0
     """
     a, b, work = _numeric_pair("vecdot", x1, x2)
-    if not isinstance(axis, int) or isinstance(axis, bool):
-        raise TypeError(f"vecdot: axis must be an int, got {axis!r}")
-    ndim = max(a.ndim, b.ndim)
-    if ndim == 0 or not -ndim <= axis < 0:
-        raise ValueError(f"vecdot: axis {axis} is out of range for shapes {infer.fmt(a.shape)} "
-                         f"and {infer.fmt(b.shape)} (allowed: {-ndim} to -1)")
+    check_trailing_axis("vecdot", axis, a, b)
     for name, t in (("x1", a), ("x2", b)):
         if t.ndim < -axis:
             raise ValueError(f"vecdot: {name} of shape {infer.fmt(t.shape)} has no axis {axis}")

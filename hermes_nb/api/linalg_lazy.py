@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.api.construct import eye
+from hermes_nb.api.contractions import check_trailing_axis
 from hermes_nb.api.elementwise import _as_tensor, astype, not_equal, sqrt
 from hermes_nb.api.elementwise import abs as _abs
 from hermes_nb.api.elementwise import pow as _pow
@@ -98,12 +99,7 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
     a, b = _as_tensor(x1, "cross"), _as_tensor(x2, "cross")
     if dtypes.is_bool(dtypes.result_type(a.dtype, b.dtype)):
         raise TypeError("cross: bool operands are not supported; cast them with astype first")
-    if not isinstance(axis, int) or isinstance(axis, bool):
-        raise TypeError(f"cross: axis must be an int, got {axis!r}")
-    ndim = max(a.ndim, b.ndim)
-    if ndim == 0 or not -ndim <= axis < 0:
-        raise ValueError(f"cross: axis {axis} is out of range for shapes {infer.fmt(a.shape)} "
-                         f"and {infer.fmt(b.shape)} (allowed: {-ndim} to -1)")
+    check_trailing_axis("cross", axis, a, b)
     for name, t in (("x1", a), ("x2", b)):
         if t.ndim < -axis or t.shape[axis] != 3:
             raise ValueError(f"cross: {name} of shape {infer.fmt(t.shape)} must have size 3 "
