@@ -63,7 +63,9 @@ def test_report_matches_the_profile(device) -> None:
     assert f is not None and f.unknown == 0
     assert (f.unfused_kernels, f.unfused_bytes) == (
         len(unfused), sum(k.bytes_moved for k in unfused.kernels))
-    assert f.kernels == len(profile.plan) and f.kernels_saved >= 2
+    # a device that fuses nothing (the reference plug-in) runs the unfused plan itself
+    assert f.kernels == len(profile.plan)
+    assert f.kernels_saved >= 2 if device.fused_ops else f.kernels_saved == 0
     assert "peak unknown" in str(r)
 
 
