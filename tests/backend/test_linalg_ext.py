@@ -142,11 +142,15 @@ def test_lazy_ones_stay_lazy_and_fuse(device, sample):
                 L.cross(t[:, :3], t[:, 3:6]), L.outer(t[0], t[1]), L.matrix_power(t[:4, :4], 3)]
     assert all(not o.is_materialized for o in outs)
     assert hm.runtime.last_profile() is before, "building ran something"
+    fuses = "fused_reduce" in device.fused_ops  # the reference plug-in fuses nothing
     norm = L.vector_norm(t).numpy()
-    assert len(hm.runtime.last_profile().kernels) == 1, hm.runtime.last_profile().kernels
+    assert not fuses or len(hm.runtime.last_profile().kernels) == 1, \
+        hm.runtime.last_profile().kernels
     np.testing.assert_allclose(norm, np.linalg.vector_norm(x), rtol=1e-4)
-    L.matrix_norm(t).numpy()
-    assert len(hm.runtime.last_profile().kernels) == 1, hm.runtime.last_profile().kernels
+    fro = L.matrix_norm(t).numpy()
+    assert not fuses or len(hm.runtime.last_profile().kernels) == 1, \
+        hm.runtime.last_profile().kernels
+    np.testing.assert_allclose(fro, np.linalg.matrix_norm(x), rtol=1e-4)
 
 
 # ---- eager factorizations -------------------------------------------------------------------
