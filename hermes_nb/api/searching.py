@@ -22,6 +22,7 @@ from hermes_nb.api.creation import asarray
 from hermes_nb.api.elementwise import _as_tensor, astype, where
 from hermes_nb.api.manipulation import broadcast_to, concat, getitem, reshape
 from hermes_nb.api.tensor import Tensor
+from hermes_nb.api.utility import axis_or_only
 from hermes_nb.ir import infer
 
 
@@ -137,13 +138,7 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Tensor:
     [40, 10, 10, 40]
     """
     t = _as_tensor(x, "take")
-    if axis is None:
-        if t.ndim != 1:
-            raise ValueError(f"take: axis must be given for a tensor of shape "
-                             f"{infer.fmt(t.shape)}; it may be None only for a 1-D tensor")
-        axis = 0
-    if t.ndim == 0:
-        raise ValueError("take: x must have at least 1 dimension, got a 0-d tensor")
+    axis = axis_or_only("take", t, axis)
     ax = infer.normalize_axis("take", axis, t.ndim)
     idx = _int_indices("take", indices)
     if idx.ndim != 1:

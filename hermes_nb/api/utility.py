@@ -132,9 +132,9 @@ def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: object = None,
     return _scan("cumulative_prod", x, axis, dtype, include_initial, 1)
 
 
-def _scan(op: str, x: Any, axis: int | None, dtype: object, include_initial: bool,
-          identity: int) -> Tensor:
-    t = _as_tensor(x, op)
+def axis_or_only(op: str, t: Tensor, axis: int | None) -> int:
+    """``axis``, or 0 where it is None and ``t`` is 1-D (the standard's rule for scans and
+    ``take``); refused for a 0-d tensor."""
     if axis is None:
         if t.ndim != 1:
             raise ValueError(f"{op}: axis must be given for a tensor of shape "
@@ -142,6 +142,13 @@ def _scan(op: str, x: Any, axis: int | None, dtype: object, include_initial: boo
         axis = 0
     if t.ndim == 0:
         raise ValueError(f"{op}: x must have at least 1 dimension, got a 0-d tensor")
+    return axis
+
+
+def _scan(op: str, x: Any, axis: int | None, dtype: object, include_initial: bool,
+          identity: int) -> Tensor:
+    t = _as_tensor(x, op)
+    axis = axis_or_only(op, t, axis)
     if not isinstance(include_initial, (bool, np.bool_)):
         raise TypeError(f"{op}: include_initial must be True or False, got {include_initial!r}")
     ax = infer.normalize_axis(op, axis, t.ndim)

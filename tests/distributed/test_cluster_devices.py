@@ -184,12 +184,19 @@ CLIENT_WITHOUT_OPENCL = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("_", [pytest.param(None, marks=needs_opencl)])
-def test_a_device_only_the_workers_have_is_usable_when_pinned(cluster, workers, tmp_path, _) -> None:
-    env = {**os.environ, "OCL_ICD_VENDORS": str(tmp_path)}  # no drivers: no OpenCL here
-    done = subprocess.run([sys.executable, "-c", CLIENT_WITHOUT_OPENCL, cluster.scheduler_address],
+def _client_without_opencl(script: str, cluster, tmp_path) -> subprocess.CompletedProcess:
+    """``script`` run by a client process that finds no OpenCL driver (an empty vendor
+    folder), against ``cluster``; it must succeed."""
+    env = {**os.environ, "OCL_ICD_VENDORS": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script, cluster.scheduler_address],
                           env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+@pytest.mark.parametrize("_", [pytest.param(None, marks=needs_opencl)])
+def test_a_device_only_the_workers_have_is_usable_when_pinned(cluster, workers, tmp_path, _) -> None:
+    done = _client_without_opencl(CLIENT_WITHOUT_OPENCL, cluster, tmp_path)
     assert f"ran on ['{workers['full']}/opencl:0']" in done.stdout
 
 
@@ -244,10 +251,7 @@ CLIENT_AUTO = textwrap.dedent("""
 
 @pytest.mark.parametrize("_", [pytest.param(None, marks=needs_opencl)])
 def test_unpinned_kernels_go_to_a_device_only_the_workers_have(cluster, workers, tmp_path, _) -> None:
-    env = {**os.environ, "OCL_ICD_VENDORS": str(tmp_path)}  # no drivers: no OpenCL here
-    done = subprocess.run([sys.executable, "-c", CLIENT_AUTO, cluster.scheduler_address],
-                          env=env, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = _client_without_opencl(CLIENT_AUTO, cluster, tmp_path)
     there = f"{workers['full']}/opencl:0"
     assert f"auto ran ['{there}']" in done.stdout, done.stdout  # one fused kernel, there
     assert f"pinned ran ['{there}']" in done.stdout, done.stdout  # fused for it too
