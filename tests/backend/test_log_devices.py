@@ -70,7 +70,7 @@ def test_first_stencil_run_prints_no_compiler_output(device, capfd):
 
 def test_opencl_compiler_warnings_are_records_not_terminal_output(device, capfd):
     if device.kind != "opencl":
-        pytest.skip("OpenCL build output")
+        pytest.skip(f"{device.id} is not an OpenCL device: this checks an OpenCL compiler's build output")
     tag = random.randrange(1 << 30)
     source = (f"#warning hermes test warning {tag}\n"
               f"__kernel void k{tag}(__global float* a) {{ int unused = 1; a[get_global_id(0)] = 2.0f; }}")
