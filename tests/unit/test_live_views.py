@@ -13,7 +13,8 @@ pytest.importorskip("ipywidgets", reason="the notebook widgets need ipywidgets (
 pytest.importorskip("jupyter_bokeh", reason="the notebook widgets need jupyter_bokeh")
 
 import numpy as np
-from bokeh.models import ColumnDataSource, Div
+from bokeh.models import Div
+from view_models import find_source
 
 import hermes_nb as hm
 from hermes_nb import widgets
@@ -23,12 +24,6 @@ from hermes_nb.runtime.trace import chrome_trace, write_trace
 
 OPENCL = [d.id for d in hm.devices() if d.kind == "opencl"]
 needs_opencl = pytest.mark.skipif(not OPENCL, reason="needs an OpenCL device (pip install pocl)")
-
-
-def _source(model, name: str) -> ColumnDataSource:
-    found = model.select_one({"name": name, "type": ColumnDataSource})
-    assert isinstance(found, ColumnDataSource), f"no data source named {name!r}"
-    return found
 
 
 def _wait_for(condition, timeout_s: float = 10.0) -> None:
@@ -45,7 +40,7 @@ def test_load_monitor_streams_samples_and_stops_on_close() -> None:
     try:
         assert monitor.running
         assert "hermes-load-monitor" in monitor.view._dom_classes
-        busy = _source(monitor.view.bokeh_model, "load:cpu:0")
+        busy = find_source(monitor.view.bokeh_model, "load:cpu:0")
         first = len(busy.data["time"])
         _wait_for(lambda: monitor.updates >= 3)
         assert len(busy.data["time"]) >= first + 3  # the shown figure grows
@@ -80,7 +75,7 @@ def test_load_monitor_sees_work_on_a_device() -> None:
         finally:
             stop.set()
             worker.join()
-        data = _source(monitor.view.bokeh_model, "load:cpu:0").data
+        data = find_source(monitor.view.bokeh_model, "load:cpu:0").data
         _wait_for(lambda: max(data["busy"]) > 0 or max(data["queued"]) > 0, timeout_s=5)
     finally:
         monitor.close()
@@ -120,7 +115,7 @@ def test_placement_view_of_a_run_shows_measured_times() -> None:
     t.numpy()
     profile = last_profile()
     widget = widgets.placement_view(profile)
-    data = _source(widget.bokeh_model, "kernels").data
+    data = find_source(widget.bokeh_model, "kernels").data
     assert sorted(data["name"]) == sorted(k.key for k in profile.kernels)
     measured = {k.key: f"{k.seconds * 1e3:.3f} ms" for k in profile.kernels}
     assert dict(zip(data["name"], data["measured"], strict=True)) == measured
@@ -136,17 +131,17 @@ def test_views_of_tensors_say_what_to_show() -> None:
     assert "has not been computed" in widgets.show(lazy).bokeh_model.text
     assert "keeps its values, not its run" in widgets.show(lazy.compute()).bokeh_model.text
     planned = widgets.placement_view(lazy).bokeh_model  # a lazy tensor: where it would run
-    assert list(_source(planned, "kernels").data["ops"]) == [
+    assert list(find_source(planned, "kernels").data["ops"]) == [
         " + ".join(k.ops) for k in lazy.explain().kernels]
 
 
 def test_fusion_view_of_a_pipeline_and_of_bad_input() -> None:
     pipeline = hm.compose(hm.gaussian_blur(kernel_size=3), hm.sobel_edge_detection())
     widget = widgets.fusion_view(pipeline, shape=(32, 32))
-    kernels = _source(widget.bokeh_model, "fused").data
+    kernels = find_source(widget.bokeh_model, "fused").data
     assert len(kernels["name"]) == 1  # blur + Sobel fuse into one stencil kernel
     # each stage under the user's op name, not the convolution every one of them lowers to
-    assert sorted(_source(widget.bokeh_model, "unfused").data["op"]) == [
+    assert sorted(find_source(widget.bokeh_model, "unfused").data["op"]) == [
         "gaussian_blur", "hypot", "sobel", "sobel"]
     assert kernels["title"] == ["blur3+sobel+hypot"]
     for bad, words in (((), "got nothing"), (("text",), "got str"),
@@ -180,7 +175,7 @@ def test_copies_between_devices_are_profiled_and_traced(tmp_path) -> None:
     for e in (*kernels, copied):
         assert e["ph"] == "X" and e["ts"] >= 0 and e["dur"] >= 0
     timeline = widgets.timeline(profile)
-    assert _source(timeline, "transfers").data["route"] == [f"{OPENCL[0]} → cpu:0"]
+    assert find_source(timeline, "transfers").data["route"] == [f"{OPENCL[0]} → cpu:0"]
 
 
 def test_chrome_trace_times_are_microseconds_from_the_start() -> None:

@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("bokeh", reason="the notebook views need bokeh (pip install bokeh)")
 
 import numpy as np
-from bokeh.models import ColumnDataSource, Legend, Span
+from bokeh.models import Legend, Span
+from view_models import find_source
 
 import hermes_nb as hm
 from hermes_nb import widgets
@@ -25,12 +26,6 @@ from hermes_nb.runtime.profile import CompileRun, KernelRun, Profile
 from hermes_nb.runtime.trace import chrome_trace
 from hermes_nb.widgets import load as load_view
 from hermes_nb.widgets import palette
-
-
-def _source(model, name: str) -> ColumnDataSource:
-    found = model.select_one({"name": name, "type": ColumnDataSource})
-    assert isinstance(found, ColumnDataSource), f"no data source named {name!r}"
-    return found
 
 
 def _legend(model) -> list[str]:
@@ -83,10 +78,10 @@ def test_device_legend_on_timeline_placement_and_fusion() -> None:
     assert _legend(line) == ["cpu:0", "opencl:0"]
     dag = widgets.placement(p)
     assert _legend(dag) == ["cpu:0", "opencl:0"]
-    colours = dict(zip(_source(line, "kernels").data["device"],
-                       _source(line, "kernels").data["color"]))
-    assert colours == dict(zip(_source(dag, "kernels").data["device"],
-                               _source(dag, "kernels").data["color"]))
+    colours = dict(zip(find_source(line, "kernels").data["device"],
+                       find_source(line, "kernels").data["color"]))
+    assert colours == dict(zip(find_source(dag, "kernels").data["device"],
+                               find_source(dag, "kernels").data["color"]))
     image = hm.asarray(np.random.default_rng(0).random((32, 32), dtype=np.float32))
     plans = fusion_plans(hm.sobel_edge_detection(hm.gaussian_blur(image, 5)))
     fused = widgets.fusion_diagram(*plans)
@@ -100,9 +95,9 @@ def test_fusion_diagram_names_blur_and_sobel_stages() -> None:
     edges = hm.sobel_edge_detection(hm.gaussian_blur(image, kernel_size=5))
     unfused, fused = fusion_plans(edges)
     diagram = widgets.fusion_diagram(unfused, fused)
-    ops = _source(diagram, "unfused").data["op"]
+    ops = find_source(diagram, "unfused").data["op"]
     assert sorted(ops) == ["gaussian_blur", "hypot", "sobel", "sobel"] and "conv2d" not in ops
-    kernels = _source(diagram, "fused").data
+    kernels = find_source(diagram, "fused").data
     assert kernels["title"] == ["blur5+sobel+hypot"]
     assert kernels["label"][0].startswith("blur5+sobel+hypot · ")
     # a convolution with the user's own weights stays "conv2d"
@@ -124,8 +119,8 @@ def test_one_name_per_kernel_in_placement_timeline_and_trace() -> None:
     names = p.kernel_names()
     assert names == {"hermes-k0-200.0": "edges: multiply+pow+sum",
                      "hermes-k1-200.0": "multiply+pow+sum"}
-    dag = _source(widgets.placement(p), "kernels").data
-    line = _source(widgets.timeline(p), "kernels").data
+    dag = find_source(widgets.placement(p), "kernels").data
+    line = find_source(widgets.timeline(p), "kernels").data
     trace = {e["args"]["key"]: e["name"] for e in chrome_trace(p)["traceEvents"]
              if e.get("cat") == "kernel"}
     assert dict(zip(dag["name"], dag["title"])) == dict(zip(line["key"], line["name"])) \
@@ -143,7 +138,7 @@ def test_timeline_accumulates_runs_with_separators_and_stable_lanes(monkeypatch)
     profiles._recent.extend(runs)
     assert profiles.recent_profiles(runs[1]) == runs[:2]
     fig = widgets.timeline(runs[-1], runs=3)
-    data = _source(fig, "kernels").data
+    data = find_source(fig, "kernels").data
     assert sorted(set(data["run"])) == [1, 2, 3] and len(data["key"]) == 5
     assert list(fig.y_range.factors) == ["opencl:0", "cpu:0"]  # top to bottom: device order
     for a, b in itertools.pairwise(runs):  # each run after the one before it, none overlapping
@@ -155,18 +150,18 @@ def test_timeline_accumulates_runs_with_separators_and_stable_lanes(monkeypatch)
     # lanes do not reorder between runs whichever device ran first
     assert list(widgets.timeline(runs[0]).y_range.factors) == ["opencl:0", "cpu:0"]
     # one run alone by default, and a list of profiles is a stream too
-    assert set(_source(widgets.timeline(runs[-1]), "kernels").data["run"]) == {1}
-    assert len(_source(widgets.timeline(runs), "kernels").data["key"]) == 5
+    assert set(find_source(widgets.timeline(runs[-1]), "kernels").data["run"]) == {1}
+    assert len(find_source(widgets.timeline(runs), "kernels").data["key"]) == 5
 
 
 def test_timeline_labels_bars_with_room_and_outlines_them() -> None:
     p = _profile(400.0, ["cpu:0"])
     fig = widgets.timeline(p)
-    data = _source(fig, "kernels").data
+    data = find_source(fig, "kernels").data
     assert data["label"] == ["multiply+pow+sum 2.000 ms"]
     bars = next(r for r in fig.renderers if r.name == "kernels")
     assert bars.glyph.line_color == "white"  # back-to-back kernels stay apart
-    compiles = _source(fig, "compiles").data
+    compiles = find_source(fig, "compiles").data
     assert compiles["text"] == ["compiling 3 ms"]
     # a bar without room keeps its name for the hover only; the last one has the margin
     crowded = Profile(plan=Plan([_kernel(f"k{i}", "cpu:0", ("add",)) for i in range(40)]),
@@ -174,7 +169,7 @@ def test_timeline_labels_bars_with_room_and_outlines_them() -> None:
     for i in range(40):
         crowded.add(KernelRun(f"k{i}", "add", "cpu:0", i * 0.001, i * 0.001 + 0.001, None, ""))
     crowded.finished = 0.04
-    labels = _source(widgets.timeline(crowded), "kernels").data["label"]
+    labels = find_source(widgets.timeline(crowded), "kernels").data["label"]
     assert set(labels[:-1]) == {""} and labels[-1] == "add 1.000 ms"  # the last: the margin
 
 
@@ -192,7 +187,7 @@ def test_monitor_units_breaks_and_stop() -> None:
         "cpu:0": __import__("collections").deque(
         [_snap("cpu:0", 1000.0, 0.0), _snap("cpu:0", 1000.5, 0.1)], maxlen=120)}
     layout = widgets.load_figure(sampler)
-    gpu = _source(layout, "load:opencl:0").data
+    gpu = find_source(layout, "load:opencl:0").data
     assert gpu["busy_pct"][:2] == [25.0, 50.0]
     assert math.isnan(gpu["busy_pct"][2]) and gpu["busy_pct"][3] == 100.0  # a 9.5 s gap breaks
     assert gpu["memory"][0] == 3.0  # GB
@@ -204,14 +199,14 @@ def test_monitor_units_breaks_and_stop() -> None:
     assert {"process RSS MB", "process RSS GB"} & set(labels), labels
     assert all("date" not in type(ax.formatter).__name__.lower() for f in figs[:2]
                for ax in f.xaxis)
-    cpu = _source(layout, "load:cpu:0").data
+    cpu = find_source(layout, "load:cpu:0").data
     assert cpu["memory"][-1] > 0  # this process's RSS
     # streaming after a pause: a break first, then the sample
     sampler.history["opencl:0"].append(_snap("opencl:0", 1030.0, 0.5, 4 * 10**9))
     assert widgets.stream_load(layout, sampler) == 1
     assert math.isnan(gpu["busy_pct"][-2]) and gpu["busy_pct"][-1] == 50.0
     load_view.stop_load(layout)
-    assert set(_source(layout, "queue").data["queued"]) == {0}
+    assert set(find_source(layout, "queue").data["queued"]) == {0}
     assert layout.select_one({"name": "queue_figure"}).title.text == load_view.STOPPED
 
 

@@ -9,18 +9,13 @@ import pytest
 pytest.importorskip("bokeh", reason="the notebook views need bokeh (pip install bokeh)")
 
 import numpy as np
-from bokeh.models import ColumnDataSource, Div, HoverTool
+from bokeh.models import Div, HoverTool
+from view_models import find_source
 
 import hermes_nb as hm
 from hermes_nb import widgets
 from hermes_nb.api.plan import Plan, fusion_plans
 from hermes_nb.runtime.profile import KernelRun, Profile
-
-
-def _source(model, name: str) -> ColumnDataSource:
-    found = model.select_one({"name": name, "type": ColumnDataSource})
-    assert isinstance(found, ColumnDataSource), f"no data source named {name!r}"
-    return found
 
 
 def _tooltip_fields(model) -> set[str]:
@@ -56,7 +51,7 @@ def _has_opencl() -> bool:
 
 def test_timeline_one_bar_per_kernel(profile: Profile) -> None:
     fig = widgets.timeline(profile)
-    data = _source(fig, "kernels").data
+    data = find_source(fig, "kernels").data
     assert list(data["key"]) == [k.key for k in profile.kernels]
     assert list(data["device"]) == [k.device for k in profile.kernels]
     assert list(data["lane"]) == [k.device for k in profile.kernels]
@@ -76,7 +71,7 @@ def test_timeline_lanes_and_colours_per_device() -> None:
                           failures=("cuda:0: out of memory",)))
     profile.add(KernelRun("c-3", "mul", "cpu:0", 10.004, 10.005, None, "fastest"))
     fig = widgets.timeline(profile)
-    data = _source(fig, "kernels").data
+    data = find_source(fig, "kernels").data
     assert list(data["lane"]) == ["cpu:0", "opencl:0", "cpu:0"]
     assert sorted(fig.y_range.factors) == ["cpu:0", "opencl:0"]
     assert data["start_ms"][1] == pytest.approx(2.0)
@@ -94,7 +89,7 @@ def test_timeline_real_profile_on_two_devices() -> None:
     (pinned + _tensor()).compute()
     profile = hm.runtime.last_profile()
     assert profile is not None
-    data = _source(widgets.timeline(profile), "kernels").data
+    data = find_source(widgets.timeline(profile), "kernels").data
     assert len(data["key"]) == len(profile.kernels)
     assert "opencl:0" in set(data["lane"])
     assert list(data["lane"]) == [k.device for k in profile.kernels]
@@ -105,13 +100,13 @@ def test_timeline_real_profile_on_two_devices() -> None:
 def test_placement_boxes_edges_and_depths(plans: tuple[Plan, Plan]) -> None:
     unfused, _ = plans
     fig = widgets.placement(unfused)
-    boxes = _source(fig, "kernels").data
+    boxes = find_source(fig, "kernels").data
     names = [k.name for k in unfused.kernels]
     assert list(boxes["name"]) == names
     assert list(boxes["device"]) == [k.device for k in unfused.kernels]
     expected = {(i, k.name) for k in unfused.kernels for i in k.inputs if i in names}
     assert expected, "the unfused plan should have kernel-to-kernel edges"
-    edges = _source(fig, "edges").data
+    edges = find_source(fig, "edges").data
     assert set(zip(edges["start"], edges["end"], strict=True)) == expected
     assert len(edges["start"]) == len(expected)
     x = dict(zip(boxes["name"], boxes["x"], strict=True))
@@ -126,7 +121,7 @@ def test_placement_boxes_edges_and_depths(plans: tuple[Plan, Plan]) -> None:
 
 def test_placement_hover_values(plans: tuple[Plan, Plan]) -> None:
     _, fused = plans
-    boxes = _source(widgets.placement(fused), "kernels").data
+    boxes = find_source(widgets.placement(fused), "kernels").data
     for i, k in enumerate(fused.kernels):
         assert boxes["ops"][i] == " + ".join(k.ops)
         assert boxes["shape"][i] == str(list(k.shape))
@@ -156,16 +151,16 @@ def test_load_figure_sources_per_device_and_stream() -> None:
     layout = widgets.load_figure(sampler)
     assert not isinstance(layout, Div)
     for dev, snaps in sampler.history.items():
-        data = _source(layout, f"load:{dev}").data
+        data = find_source(layout, f"load:{dev}").data
         assert len(data["time"]) == len(snaps) == 2
         assert list(data["busy"]) == [s.busy_fraction for s in snaps]
         assert list(data["memory_mb"]) == [s.memory_in_use / 1e6 for s in snaps]
-    queue = _source(layout, "queue").data
+    queue = find_source(layout, "queue").data
     assert list(queue["device"]) == list(sampler.history)
     sampler.sample()
     assert widgets.stream_load(layout, sampler) == len(sampler.history)
     for dev in sampler.history:
-        assert len(_source(layout, f"load:{dev}").data["time"]) == 3
+        assert len(find_source(layout, f"load:{dev}").data["time"]) == 3
     assert widgets.stream_load(layout, sampler) == 0  # nothing newer
 
 
@@ -177,8 +172,8 @@ def test_fusion_diagram_boxes_each_kernel_around_its_ops() -> None:
     t = (edges * 2 + 1).sum()
     unfused, fused = fusion_plans(t)
     layout = widgets.fusion_diagram(unfused, fused)
-    ops = _source(layout, "unfused").data
-    kernels = _source(layout, "fused").data
+    ops = find_source(layout, "unfused").data
+    kernels = find_source(layout, "fused").data
     assert list(kernels["name"]) == [k.name for k in fused.kernels]
     assert len(fused.kernels) < len(unfused.kernels)
     # provenance: the stencil kernel holds the three convolutions, the hypot and the gain
@@ -196,7 +191,7 @@ def test_fusion_diagram_boxes_each_kernel_around_its_ops() -> None:
     # the op graph's edges: each unfused kernel-to-kernel input
     names = {k.name for k in unfused.kernels}
     expected = {(i, k.name) for k in unfused.kernels for i in k.inputs if i in names}
-    links = _source(layout, "links").data
+    links = find_source(layout, "links").data
     assert set(zip(links["start"], links["end"], strict=True)) == expected
 
 
@@ -208,7 +203,7 @@ def test_fusion_diagram_shows_the_selected_kernels_source() -> None:
     t = hm.compose(hm.gaussian_blur(kernel_size=5), hm.sobel_edge_detection())(image)
     unfused, fused = fusion_plans(t)
     layout = widgets.fusion_diagram(unfused, fused)
-    kernels = _source(layout, "fused")
+    kernels = find_source(layout, "fused")
     assert list(kernels.data["source"]) == [
         k.source or f"{k.name} runs as a library call on {k.device}: no generated source"
         for k in fused.kernels]
@@ -223,7 +218,7 @@ def test_fusion_diagram_shows_the_selected_kernels_source() -> None:
 def test_fusion_diagram_of_separate_plans_matches_ops_by_name(plans: tuple[Plan, Plan]) -> None:
     unfused, fused = plans  # explained separately: their keys differ
     layout = widgets.fusion_diagram(unfused, fused)
-    ops = _source(layout, "unfused").data
+    ops = find_source(layout, "unfused").data
     fused_ops = {k.name: set(k.ops) for k in fused.kernels}
     for op, kernel in zip(ops["op"], ops["kernel"], strict=True):
         if kernel != "—":
