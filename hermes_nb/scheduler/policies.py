@@ -301,8 +301,7 @@ class Scheduler:
             count, i = min(tried)
             chosen = healthy[i]
             if commit:
-                with self._lock:
-                    self._exploring[(sig, chosen.device)] = self._exploring.get((sig, chosen.device), 0) + 1
+                self.reserve_runs(kernel, chosen.device, 1)
             reason = (f"calibrating: {chosen.device} has {chosen.runs}/{n} timed runs of this kernel "
                       f"({count - chosen.runs} in flight)")
             return Decision(chosen.device, policy, reason, kernel, candidates, True)
@@ -351,9 +350,7 @@ class Scheduler:
 
         chosen = min(enumerate(healthy), key=rank)[1]
         if commit:
-            with self._lock:
-                key = (kernel.signature, chosen.device)
-                self._exploring[key] = self._exploring.get(key, 0) + 1
+            self.reserve_runs(kernel, chosen.device, 1)
         prior = priors[chosen.device]
         why = f"prior {fmt_s(prior)} + copy {fmt_s(chosen.transfer_s)}" if prior is not None \
             else f"no timings yet; copy {fmt_s(chosen.transfer_s)}"
@@ -377,15 +374,8 @@ class Scheduler:
     def release(self, decision: Decision) -> None:
         """Give back the calibration slot ``decide`` took for ``decision`` without a timing
         (its run failed, or its report never came back)."""
-        if not decision.calibrating:
-            return
-        key = (decision.kernel.signature, decision.device)
-        with self._lock:
-            left = self._exploring.get(key, 0) - 1
-            if left > 0:
-                self._exploring[key] = left
-            else:
-                self._exploring.pop(key, None)
+        if decision.calibrating:
+            self.release_runs(decision.kernel, decision.device, 1)
 
     def reserve_runs(self, kernel: KernelInfo, device: str, runs: int) -> None:
         """Count ``runs`` of the pair as in flight (timed elsewhere, e.g. in the background),
