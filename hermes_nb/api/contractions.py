@@ -16,11 +16,17 @@ from hermes_nb.api.tensor import Tensor
 from hermes_nb.ir import dtypes, infer
 
 
-def _numeric_pair(op: str, x1: Any, x2: Any) -> tuple[Tensor, Tensor, Any]:
-    a, b = _as_tensor(x1, op), _as_tensor(x2, op)
+def numeric_result_type(op: str, a: Tensor, b: Tensor) -> Any:
+    """The dtype ``a`` and ``b`` promote to; a bool one is refused (a ``TypeError``)."""
     work = dtypes.result_type(a.dtype, b.dtype)
     if dtypes.is_bool(work):
         raise TypeError(f"{op}: bool operands are not supported; cast them with astype first")
+    return work
+
+
+def _numeric_pair(op: str, x1: Any, x2: Any) -> tuple[Tensor, Tensor, Any]:
+    a, b = _as_tensor(x1, op), _as_tensor(x2, op)
+    work = numeric_result_type(op, a, b)
     return astype(a, work), astype(b, work), work
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.api.construct import eye
-from hermes_nb.api.contractions import check_trailing_axis
+from hermes_nb.api.contractions import check_trailing_axis, numeric_result_type
 from hermes_nb.api.elementwise import _as_tensor, astype, not_equal, sqrt
 from hermes_nb.api.elementwise import abs as _abs
 from hermes_nb.api.elementwise import pow as _pow
@@ -84,8 +84,7 @@ def outer(x1: Any, x2: Any, /) -> Tensor:
     for name, t in (("x1", a), ("x2", b)):
         if t.ndim != 1:
             raise ValueError(f"outer: {name} must be 1-D, got shape {infer.fmt(t.shape)}")
-    if dtypes.is_bool(dtypes.result_type(a.dtype, b.dtype)):
-        raise TypeError("outer: bool operands are not supported; cast them with astype first")
+    numeric_result_type("outer", a, b)
     return reshape(a, (a.shape[0], 1)) * reshape(b, (1, b.shape[0]))
 
 
@@ -97,8 +96,7 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
     [0.0, 0.0, 1.0]
     """
     a, b = _as_tensor(x1, "cross"), _as_tensor(x2, "cross")
-    if dtypes.is_bool(dtypes.result_type(a.dtype, b.dtype)):
-        raise TypeError("cross: bool operands are not supported; cast them with astype first")
+    numeric_result_type("cross", a, b)
     check_trailing_axis("cross", axis, a, b)
     for name, t in (("x1", a), ("x2", b)):
         if t.ndim < -axis or t.shape[axis] != 3:
