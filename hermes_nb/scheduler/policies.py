@@ -289,14 +289,14 @@ class Scheduler:
         policy: str,
         commit: bool,
     ) -> Decision:
+        if not self.explore_new_kernels and all(c.runs == 0 for c in healthy):
+            # a new kernel: no compile on devices it may never run on
+            return self._first_run(kernel, healthy, candidates, policy, commit)
         sig = kernel.signature
         n = self.calibration_runs
         slow = _clearly_slower(healthy, n)
         tried = [(c.runs + self._exploring.get((sig, c.device), 0), i) for i, c in enumerate(healthy)
                  if c.device not in slow]
-        if not self.explore_new_kernels and all(c.runs == 0 for c in healthy):
-            # a new kernel: no compile on devices it may never run on
-            return self._first_run(kernel, healthy, candidates, policy, commit)
         if min(tried)[0] < n:  # explore the least-tried uncalibrated device
             count, i = min(tried)
             chosen = healthy[i]
