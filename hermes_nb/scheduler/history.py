@@ -28,7 +28,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -279,8 +279,7 @@ class HistoryStore:
     def record(self, run: Run) -> None:
         """Queue one run for writing (no I/O unless the batch is due). Thread-safe."""
         if not run.recorded_at:
-            run = Run(run.signature, run.device, run.size_key, run.nbytes, run.flops, run.seconds,
-                      run.bytes_moved, time.time(), run.host)
+            run = replace(run, recorded_at=time.time())
         with self._lock:
             if not self._pending:
                 self._pending_since = time.monotonic()
