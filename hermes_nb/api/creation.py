@@ -100,11 +100,7 @@ def asarray(obj: Any, dtype: object = None, *, device: DeviceLike = None,
     if wanted is not None:
         with on_device(wanted, "asarray"):
             tensor = asarray(obj, dtype, copy=copy)
-        if tensor.device != wanted:
-            if copy is False:
-                _refuse_copy(f"a tensor on {tensor.device}", f"moving it to {wanted}")
-            tensor = tensor.to(wanted)
-        return tensor
+        return _moved_to(tensor, wanted, copy)
     obj = from_cluster(obj)
     if isinstance(obj, Tensor):
         return _tensor_as(obj, dtype, copy)
@@ -165,11 +161,7 @@ def from_dlpack(x: Any, /, *, device: DeviceLike = None, copy: bool | None = Non
     wanted = device_id(device, "from_dlpack")
     with on_device(device, "from_dlpack"):
         tensor = x if isinstance(x, Tensor) else _from_producer(x, None, copy)
-    if wanted is not None and tensor.device != wanted:
-        if copy is False:
-            _refuse_copy(f"a tensor on {tensor.device}", f"moving it to {wanted}")
-        tensor = tensor.to(wanted)
-    return tensor
+    return _moved_to(tensor, wanted, copy)
 
 
 def _from_producer(obj: Any, want: np.dtype | None, copy: bool | None) -> Tensor:
@@ -177,6 +169,16 @@ def _from_producer(obj: Any, want: np.dtype | None, copy: bool | None) -> Tensor
     if dlpack.producer_device(obj)[0] == dlpack.DLDeviceType.CUDA:
         return _tensor_as(dlpack.cuda_tensor(obj, copy), want, copy)
     return _array_as(dlpack.host_array(obj), want, copy)
+
+
+def _moved_to(tensor: Tensor, wanted: str | None, copy: bool | None) -> Tensor:
+    """``tensor`` on the device ``wanted`` (None: where it is), moved there if it is
+    elsewhere, which ``copy=False`` refuses."""
+    if wanted is None or tensor.device == wanted:
+        return tensor
+    if copy is False:
+        _refuse_copy(f"a tensor on {tensor.device}", f"moving it to {wanted}")
+    return tensor.to(wanted)
 
 
 def _refuse_copy(what: str, why: str) -> None:
