@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 OVERRIDES = REPO / "binder" / "overrides.json"
 CHROMIUM = Path(os.environ.get("HERMES_CHROMIUM", "/usr/bin/chromium"))
@@ -277,3 +279,66 @@ def widget_errors(page: Any) -> list[str]:
         placeholder.click()
         texts.append(" | ".join(placeholder.inner_text().splitlines()[1:4]))
     return texts
+
+
+# console errors known to be harmless and unrelated to Hermes, each with the reason
+CONSOLE_ALLOWED: tuple[str, ...] = ()
+
+# non-transparent pixels on a canvas: a Bokeh plot that drew something has many
+_PAINTED_PIXELS = """c => {
+  const ctx = c.width && c.height ? c.getContext('2d') : null;
+  if (ctx === null) return 0;
+  const data = ctx.getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 3; i < data.length; i += 4) if (data[i] !== 0) n++;
+  return n;
+}"""
+
+
+def write_notebook(server: LabServer, name: str, sources: list[str]) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    nbformat.write(nb, server.root / name)
+
+
+def unexpected_console_errors(lab: LabPage) -> list[str]:
+    return [e for e in lab.console_errors if not any(allowed in e for allowed in CONSOLE_ALLOWED)]
+
+
+def run_notebook(lab: LabPage, name: str, sources: list[str]) -> None:
+    write_notebook(lab.server, name, sources)
+    open_notebook(lab.page, lab.server, name)
+    run_all_cells(lab.page)
+
+
+def wait_view(lab: LabPage, selector: str, timeout_ms: float) -> Any:
+    """The first ``selector`` element, once visible; if it never shows, fail with what the
+    browser said instead."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    view = lab.page.locator(selector).first
+    try:
+        view.wait_for(timeout=timeout_ms)
+        appeared = True
+    except PlaywrightTimeout:
+        appeared = False
+    if not appeared:
+        pytest.fail(f"{selector} never appeared; widgets that failed: {widget_errors(lab.page)}; "
+                    f"console errors: {lab.console_errors}", pytrace=False)
+    view.scroll_into_view_if_needed()
+    return view
+
+
+def assert_canvas_drawn(lab: LabPage, selector: str) -> None:
+    """``selector`` holds a Bokeh canvas of non-zero size with pixels painted on it."""
+    wait_view(lab, selector, 30_000)
+    canvases = lab.page.locator(f"{selector} canvas")
+    canvases.first.wait_for(state="attached", timeout=30_000)
+    sizes = [canvases.nth(i).bounding_box() for i in range(canvases.count())]
+    assert any(box and box["width"] > 0 and box["height"] > 0 for box in sizes), (selector, sizes)
+    painted = max(canvases.nth(i).evaluate(_PAINTED_PIXELS) for i in range(canvases.count()))
+    assert painted > 100, f"the canvases in {selector} are blank"

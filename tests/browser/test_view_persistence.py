@@ -17,14 +17,16 @@ import pytest
 from lab_harness import (
     LabPage,
     LabServer,
+    assert_canvas_drawn,
     open_notebook,
+    run_notebook,
     save_notebook,
     stderr_outputs,
+    unexpected_console_errors,
     wait_all_cells_run,
     wait_kernel_idle,
     widget_errors,
 )
-from test_lab_views import assert_canvas_drawn, run_notebook, unexpected_console_errors
 
 nbformat = pytest.importorskip("nbformat", reason="the browser tests need nbformat (test extra)")
 
