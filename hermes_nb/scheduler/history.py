@@ -351,9 +351,14 @@ class HistoryStore:
                 )
 
     # ------------------------------------------------------------------ reading
-    def runs(self, signature: str | None = None, device: str | None = None) -> list[Run]:
-        """Stored runs (oldest first), optionally of one signature and/or device; pending ones too."""
+    def runs(self, signature: str | None = None, device: str | None = None,
+             since: float | None = None) -> list[Run]:
+        """Stored runs (oldest first), optionally of one signature and/or device, and recorded
+        at or after ``since`` (epoch seconds); pending ones too."""
         where, args = [], []
+        if since is not None:
+            where.append("recorded_at >= ?")
+            args.append(since)
         if signature is not None:
             where.append("signature = ?")
             args.append(signature)
@@ -370,7 +375,8 @@ class HistoryStore:
                     rows = self._conn.execute(sql, args).fetchall()
             pending = [r for r in self._pending
                        if (signature is None or r.signature == signature)
-                       and (device is None or r.device == device)]
+                       and (device is None or r.device == device)
+                       and (since is None or r.recorded_at >= since)]
         return [Run(*row) for row in self._checked(rows, _valid_run, "runs")] + pending
 
     def links(self) -> list[LinkRecord]:

@@ -58,8 +58,8 @@ def live_load(window_s: float = LOAD_WINDOW_S, now: float | None = None) -> dict
     now = time.time() if now is None else now
     since = now - window_s
     with HistoryStore(default_path()) as store:
-        recent = [r for r in store.runs() if r.recorded_at >= since
-                  and r.host in ("", local_host())]
+        # the window only: the history holds every run this machine ever timed
+        recent = [r for r in store.runs(since=since) if r.host in ("", local_host())]
     rows = []
     for device in device_rows():
         runs = [r for r in recent if r.device == device["id"]]
