@@ -57,6 +57,23 @@ def restrictions(graph: dict[str, Any], found: list[ClusterDevice]
     return resources, workers, decisions
 
 
+def _reports_due(graph: dict[str, Any], decisions: dict[str, Any]
+                 ) -> dict[int, dict[str, Any]]:
+    """Per run id, the kernel runs its workers will report: each kernel task's key with its
+    decision, and each co-execution tile under its tile's key (no decision: a tile's time
+    is not an estimate of the whole kernel)."""
+    due: dict[int, dict[str, Any]] = {}
+    for key, task in graph.items():
+        if not isinstance(task, tuple) or not task:
+            continue
+        if task[0] is run_op:
+            due.setdefault(task[3], {})[key] = decisions[key]
+        elif task[0] is tile_task:
+            spec, tile, run_id = task[1], task[3], task[5]
+            due.setdefault(run_id, {})[f"{spec.key}[{tile.start}:{tile.stop}]"] = None
+    return due
+
+
 class _PerKey:
     """A task annotation whose value depends on the task (the scheduler calls it with the
     key; picklable, as the scheduler imports Hermes)."""
@@ -83,10 +100,9 @@ def cluster_get(client: Any, graph: dict[str, Any], keys: list[str], sync: bool 
         annotations["resources"] = _PerKey(resources, {})
     if workers:
         annotations["workers"] = _PerKey(workers, [])
-    run_ids = {task[3] for task in graph.values()
-               if isinstance(task, tuple) and len(task) > 3 and task[0] is run_op}
-    waiting = [cluster_reports.expect(r, {k: d for k, d in decisions.items() if graph[k][3] == r})
-               for r in run_ids]
+    due = _reports_due(graph, decisions)
+    waiting = [cluster_reports.expect(r, kernels) for r, kernels in due.items()]
+    run_ids = set(due)
     try:
         with dask.annotate(**annotations):
             futures = client.get(graph, keys, sync=False)

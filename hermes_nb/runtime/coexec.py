@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb.backends import get_device
 from hermes_nb.ir.node import Node, OpSpec
 from hermes_nb.runtime import profile
+from hermes_nb.runtime.cluster_devices import bind
+from hermes_nb.runtime.cluster_reports import report
 from hermes_nb.runtime.resident import Resident
 
 HOST = "cpu:0"
@@ -56,15 +57,17 @@ def _input_rows(node: Node, index: int) -> bool:
 def tile_task(spec: OpSpec, node_rows: tuple[bool, ...], tile: Tile, halo: int, run_id: int,
               *inputs: Resident) -> tuple[int, Any]:
     """Run rows ``[start - halo, stop + halo)`` of the kernel on the tile's device; returns
-    how many leading rows to trim and the host rows."""
-    device = get_device(tile.device)
+    how many leading rows to trim and the host rows. On a cluster worker the tile runs on the
+    device the worker offers for it, and its run is reported to the client."""
     lo = max(0, tile.start - halo)
     hi = min(spec.shape[0], tile.stop + halo)
     arrays = [r.host()[lo:hi] if sliced else r.host() for r, sliced in zip(inputs, node_rows)]
     shape = (hi - lo, *spec.shape[1:])
     in_shapes = tuple(a.shape for a in arrays)
-    tile_spec = replace(spec, shape=shape, in_shapes=in_shapes, device=device.id,
+    tile_spec = replace(spec, shape=shape, in_shapes=in_shapes,
                         key=f"{spec.key}[{tile.start}:{tile.stop}]")
+    device = bind(tile.device, tile_spec)
+    tile_spec = replace(tile_spec, device=device.id)
 
     def work() -> tuple[float, Any, float]:
         # row slices of C-contiguous arrays are contiguous views: the host device reads
@@ -77,8 +80,10 @@ def tile_task(spec: OpSpec, node_rows: tuple[bool, ...], tile: Tile, halo: int, 
         return start, device.to_host(out), time.perf_counter()
 
     start, rows, end = device.run(work)
-    profile.record(run_id, profile.KernelRun(tile_spec.key, spec.op, device.id, start, end,
-                                             None, "co-execution tile"))
+    run = profile.KernelRun(tile_spec.key, spec.op, device.id, start, end, None,
+                            "co-execution tile")
+    if not report(run_id, run, tile_spec, device.id):  # on a worker its client records it
+        profile.record(run_id, run)
     return tile.start - lo, rows
 
 

@@ -159,3 +159,18 @@ def test_pinned_to_opencl_on_cluster(client, baseline, name: str) -> None:
     _assert_ran_on_cluster(client, before)
     np.testing.assert_allclose(result, baseline[name], rtol=1e-4, atol=1e-4)
     _check_reference(name, result)
+
+
+@pytest.mark.skipif(len(hm.devices()) < 2, reason="co-execution needs two devices")
+def test_coexecuted_tiles_run_on_workers_and_report_to_the_profile(client) -> None:
+    from hermes_nb.runtime.profile import last_profile
+
+    x = RNG.uniform(-2, 2, size=(256, 64)).astype(np.float32)
+    with hm.options(coexec="always"):
+        result = (hm.tanh(hm.asarray(x)) * 2.0).numpy()
+    np.testing.assert_allclose(result, np.tanh(x) * np.float32(2.0), rtol=1e-5)
+    tiles = [k for k in last_profile().kernels if k.reason == "co-execution tile"]
+    # every tile's run came back from the worker that ran it, rows covering the whole output
+    assert sorted(k.key.rsplit("[", 1)[1] for k in tiles) == ["0:128]", "128:256]"]
+    workers = set(client.scheduler_info()["workers"])
+    assert all(k.device.rsplit("/", 1)[0] in workers for k in tiles), tiles
