@@ -9,7 +9,9 @@ Three figures, each a ratio of medians of interleaved rounds measured in this on
 * (a) blur + Sobel magnitude of 16 float32 1024² images (``benchmarks.run``'s W1 pipeline),
   NumPy in, NumPy out: Hermes on a 2-worker process ``LocalCluster`` over Hermes without a
   cluster (wanted ≤ 2×), and ``dask.delayed`` + OpenCV on the same cluster over Hermes there
-  (wanted > 1: Hermes faster). "kept" rows keep the results where they were computed
+  (wanted > 1: Hermes faster). "dask task, result home" is a plain task handing back an
+  array of the result's size that its worker holds: what bringing the result home costs
+  any Dask code, with no computing. "kept" rows keep the results where they were computed
   (``hm.persist``: on the workers; without a cluster it is ``compute``), so no result
   travels back.
 * (b) one 256 MiB input, ``(x * 2 + 1).sum()``: the scheduler's peak memory growth during
@@ -99,15 +101,28 @@ def blur_sobel(sizes: dict[str, int]) -> dict[str, Any]:
     reference = np.stack([_cv_blur_sobel(i) for i in images])
     local = median_rounds({"hermes local": hermes, "hermes local, kept": hermes_kept},
                           sizes["repeats"])
-    with local_cluster() as cluster, _client(cluster):
+    with local_cluster() as cluster, _client(cluster) as client:
+        # what any result of this size costs to come home: a plain task handing back an
+        # array its worker already holds
+        held = client.scatter(reference)
+
+        def result_home() -> np.ndarray:
+            return client.submit(_same, held, pure=False).result()
+
         on_cluster = median_rounds({"hermes cluster": hermes, "hermes cluster, kept": hermes_kept,
-                                    "delayed+opencv cluster": delayed_cv}, sizes["repeats"])
+                                    "delayed+opencv cluster": delayed_cv,
+                                    "dask task, result home": result_home}, sizes["repeats"])
         error = float(np.max(np.abs(hermes() - reference)) / np.max(np.abs(reference)))
     times = local | on_cluster
     return {"times_s": times, "max_error": error,
             "cluster_over_local": times["hermes cluster"] / times["hermes local"],
+            "result_home_over_local": times["dask task, result home"] / times["hermes local"],
             "kept_cluster_over_local": times["hermes cluster, kept"] / times["hermes local, kept"],
             "delayed_cv_over_hermes": times["delayed+opencv cluster"] / times["hermes cluster"]}
+
+
+def _same(value: np.ndarray) -> np.ndarray:
+    return value
 
 
 @contextlib.contextmanager
@@ -240,6 +255,8 @@ def report(a: dict[str, Any], b: dict[str, Any], c: dict[str, Any], sizes: dict[
     lines.append(f"  hermes cluster / hermes local      {a['cluster_over_local']:6.2f}x "
                  "(wanted <= 2)")
     lines.append(f"  the same, results kept (persist)   {a['kept_cluster_over_local']:6.2f}x")
+    lines.append(f"  dask task, result home / local     {a['result_home_over_local']:6.2f}x "
+                 "(moving the result alone)")
     lines.append(f"  delayed+opencv / hermes (cluster)  {a['delayed_cv_over_hermes']:6.2f}x "
                  "(wanted > 1)")
     lines.append(f"\n(b) {sizes['big_mib']} MiB input, (x*2+1).sum(), scheduler in its own process")
