@@ -49,7 +49,8 @@ class DeviceTime:
 
 @dataclass(frozen=True)
 class KernelRow:
-    """One kernel of the run, its tiles' times summed (its rates are worked out once)."""
+    """One kernel of the run, its tiles' times summed; its rates and roofline position are
+    worked out once, when the row is made (every view of a report reads them)."""
 
     key: str
     name: str
@@ -63,41 +64,34 @@ class KernelRow:
     flops_estimated: bool = True
     members: tuple[str, ...] = ()
     peak: Peak | None = None
+    gb_per_s: float | None = field(init=False, default=None)
+    gflop_per_s: float | None = field(init=False, default=None)
+    #: "memory" or "compute": which peak bounds it on the roofline (None: unknown)
+    bound: str | None = field(init=False, default=None)
+    #: the fraction of the bounding peak reached (GB/s or GFLOP/s over the device's)
+    roofline: float | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        # frozen: the derived figures are set once here, as a plain dataclass init would
+        set_ = object.__setattr__
+        run_s, nbytes, flops, peak = self.run_s, self.nbytes, self.flops, self.peak
+        gb = nbytes / run_s / 1e9 if nbytes and run_s > 0 else None
+        gflop = flops / run_s / 1e9 if flops and run_s > 0 else None
+        set_(self, "gb_per_s", gb)
+        set_(self, "gflop_per_s", gflop)
+        if peak is None or not peak.gb_per_s or not nbytes:
+            return
+        bound, achieved, top = "memory", gb, peak.gb_per_s
+        if flops and peak.gflop_per_s and self.op in MATMULS:
+            ridge = peak.gflop_per_s / peak.gb_per_s  # FLOP per byte where the roofs meet
+            if flops / nbytes >= ridge:
+                bound, achieved, top = "compute", gflop, peak.gflop_per_s
+        set_(self, "bound", bound)
+        set_(self, "roofline", achieved / top if achieved is not None and top else None)
 
     @property
     def total_s(self) -> float:
         return self.run_s + self.compile_s
-
-    @functools.cached_property
-    def gb_per_s(self) -> float | None:
-        return self.nbytes / self.run_s / 1e9 if self.nbytes and self.run_s > 0 else None
-
-    @functools.cached_property
-    def gflop_per_s(self) -> float | None:
-        return self.flops / self.run_s / 1e9 if self.flops and self.run_s > 0 else None
-
-    @functools.cached_property
-    def bound(self) -> str | None:
-        """"memory" or "compute": which peak bounds it on the roofline (None: unknown)."""
-        peak = self.peak
-        if peak is None or not peak.gb_per_s or not self.nbytes:
-            return None
-        if self.flops and peak.gflop_per_s and self.op in MATMULS:
-            ridge = peak.gflop_per_s / peak.gb_per_s  # FLOP per byte where the roofs meet
-            return "compute" if self.flops / self.nbytes >= ridge else "memory"
-        return "memory"
-
-    @functools.cached_property
-    def roofline(self) -> float | None:
-        """The fraction of the bounding peak reached (GB/s or GFLOP/s over the device's)."""
-        bound, peak = self.bound, self.peak
-        if bound is None or peak is None:
-            return None
-        if bound == "compute":
-            achieved, top = self.gflop_per_s, peak.gflop_per_s
-        else:
-            achieved, top = self.gb_per_s, peak.gb_per_s
-        return achieved / top if achieved is not None and top else None
 
 
 @dataclass(frozen=True)
@@ -203,19 +197,21 @@ def _union(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
-def _device_times(profile: Profile, wall: float) -> tuple[tuple[DeviceTime, ...], float]:
-    kernels, transfers = profile.snapshot()
-    compiles = [c for c in profile.compile_events() if not c.key.endswith(BACKGROUND_SUFFIX)]
-    names = list(dict.fromkeys([k.device for k in kernels] + [t.device for t in transfers]
-                               + [c.device for c in compiles]))
-    busy: dict[str, list[tuple[float, float]]] = {d: [] for d in names}
-    sums = {d: [0.0, 0.0, 0.0] for d in names}  # compile, run, copies
-    for part, events in enumerate((compiles, kernels, transfers)):
+def _device_times(kernels: list[Any], transfers: list[Any], compiles: list[Any], wall: float
+                  ) -> tuple[tuple[DeviceTime, ...], float]:
+    compiles = [c for c in compiles if not c.key.endswith(BACKGROUND_SUFFIX)]
+    busy: dict[str, list[tuple[float, float]]] = {}
+    sums: dict[str, list[float]] = {}  # per device: compile, run, copies
+    # devices in the order kernels, then copies, then builds first name them
+    for part, events in ((1, kernels), (2, transfers), (0, compiles)):
         for event in events:
-            busy[event.device].append((event.start, event.end))
-            sums[event.device][part] += event.seconds
-    rows = tuple(DeviceTime(d, wall, *sums[d], _union(busy[d])) for d in names)
-    return rows, max(wall - _union([i for d in names for i in busy[d]]), 0.0)
+            device = event.device
+            if device not in sums:
+                sums[device], busy[device] = [0.0, 0.0, 0.0], []
+            busy[device].append((event.start, event.end))
+            sums[device][part] += event.seconds
+    rows = tuple(DeviceTime(d, wall, *s, _union(busy[d])) for d, s in sums.items())
+    return rows, max(wall - _union([i for b in busy.values() for i in b]), 0.0)
 
 
 def _names(profile: Profile) -> dict[str, str]:
@@ -226,18 +222,22 @@ def _names(profile: Profile) -> dict[str, str]:
         return {}
 
 
-def _kernel_rows(profile: Profile, wall: float, peaks: Mapping[str, Peak | None]
-                 ) -> tuple[KernelRow, ...]:
+def _kernel_rows(profile: Profile, kernels: list[Any], wall: float,
+                 peaks: Mapping[str, Peak | None]) -> tuple[KernelRow, ...]:
     plan = {k.name: k for k in profile.plan.kernels} if profile.plan is not None else {}
     flops = profile.work.flops if profile.work is not None else {}
     names = _names(profile)
     runs: dict[str, list[Any]] = {}
-    for run in profile.snapshot()[0]:
+    for run in kernels:
         runs.setdefault(run.kernel, []).append(run)
     rows = []
     for key, group in runs.items():
-        devices = tuple(dict.fromkeys(r.device for r in group))
-        run_s, compile_s = sum(r.seconds for r in group), sum(r.compile_s for r in group)
+        if len(group) == 1:  # the usual case: one run, no tiles
+            run = group[0]
+            devices, run_s, compile_s = (run.device,), run.seconds, run.compile_s
+        else:
+            devices = tuple(dict.fromkeys(r.device for r in group))
+            run_s, compile_s = sum(r.seconds for r in group), sum(r.compile_s for r in group)
         planned, counted = plan.get(key), flops.get(key)
         rows.append(KernelRow(
             key, names.get(key, key), group[0].op, devices, run_s, compile_s,
@@ -247,7 +247,8 @@ def _kernel_rows(profile: Profile, wall: float, peaks: Mapping[str, Peak | None]
             counted.estimated if counted is not None else True,
             planned.members if planned is not None else (key,),
             peaks.get(devices[0]) if len(devices) == 1 else None))
-    return tuple(sorted(rows, key=lambda r: -r.total_s))
+    rows.sort(key=lambda r: -r.total_s)
+    return tuple(rows)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -257,31 +258,44 @@ def op_name(key: str) -> str:
     return body.rsplit("-", 1)[0] if "-" in body else body
 
 
+@functools.lru_cache(maxsize=4096)
+def _member_ops(members: tuple[str, ...], key: str) -> tuple[str, ...]:
+    """The ops a kernel holds, one per pre-fusion member that is a kernel of its own (the
+    same kernel recurs run after run: worked out once per kernel)."""
+    ops = tuple(op_name(m) for m in members)
+    return tuple(op for op in ops if op not in SOURCES) or (op_name(key),)
+
+
 def _op_rows(kernels: tuple[KernelRow, ...], wall: float) -> tuple[OpRow, ...]:
     ops: dict[str, list[Any]] = {}
     for k in kernels:
-        members = [m for m in k.members if op_name(m) not in SOURCES] or [k.key]
-        for m in members:
-            row = ops.setdefault(op_name(m), [0, [], 0.0])
+        members = _member_ops(k.members, k.key)
+        each = k.total_s / len(members)
+        for op in members:
+            row = ops.get(op)
+            if row is None:
+                row = ops[op] = [0, [], 0.0]
             row[0] += 1
             if k.name not in row[1]:
                 row[1].append(k.name)
-            row[2] += k.total_s / len(members)
+            row[2] += each
     rows = [OpRow(op, n, tuple(ks), s, s / wall if wall > 0 else 0.0)
             for op, (n, ks, s) in ops.items()]
-    return tuple(sorted(rows, key=lambda r: -r.seconds))
+    rows.sort(key=lambda r: -r.seconds)
+    return tuple(rows)
 
 
-def _copy_rows(profile: Profile, wall: float) -> tuple[CopyRow, ...]:
+def _copy_rows(transfers: list[Any], wall: float) -> tuple[CopyRow, ...]:
     pairs: dict[tuple[str, str], list[float]] = {}
-    for t in profile.snapshot()[1]:
+    for t in transfers:
         row = pairs.setdefault((t.source, t.device), [0, 0, 0.0])
         row[0] += 1
         row[1] += t.nbytes
-        row[2] += t.seconds
+        row[2] += t.end - t.start
     rows = [CopyRow(s, d, int(n), int(b), sec, sec / wall if wall > 0 else 0.0)
             for (s, d), (n, b, sec) in pairs.items()]
-    return tuple(sorted(rows, key=lambda r: -r.seconds))
+    rows.sort(key=lambda r: -r.seconds)
+    return tuple(rows)
 
 
 def _fusion(profile: Profile) -> Fusion | None:
@@ -347,13 +361,16 @@ def report(profile_or_run: Profile | Any | None = None, *, measure: bool = True,
     """
     profile = _profile_of(profile_or_run)
     wall = profile.seconds
-    devices, no_device = _device_times(profile, wall)
+    runs, transfers = profile.snapshot()  # one copy of what the workers appended
+    devices, no_device = _device_times(runs, transfers, profile.compile_events(), wall)
     used = [d.device for d in devices]
     if peaks is None:
         # never measured while a graph runs: its timings and the peaks' would both suffer
         peaks = (device_peaks(used, measure_missing=not running()) if measure
                  else {d: None for d in used})
-    kernels = _kernel_rows(profile, wall, peaks)
+    kernels = _kernel_rows(profile, runs, wall, peaks)
     result = Report(wall, devices, no_device, kernels, _op_rows(kernels, wall),
-                    _copy_rows(profile, wall), _fusion(profile), dict(peaks))
-    return Report(**{**result.__dict__, "suggestions": tuple(suggestions(result, profile))})
+                    _copy_rows(transfers, wall), _fusion(profile), dict(peaks))
+    # the rules read the finished report; set on it once, before anyone else sees it
+    object.__setattr__(result, "suggestions", tuple(suggestions(result, profile)))
+    return result

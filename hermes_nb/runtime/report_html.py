@@ -3,6 +3,7 @@ from anywhere else (a written file opens offline)."""
 
 from __future__ import annotations
 
+import functools
 import html
 from typing import Any
 
@@ -10,6 +11,8 @@ from typing import Any
 Report = KernelRow = Any
 
 _e = html.escape
+#: the same device ids, kernel keys, names and ops recur run after run: escaped once each
+_static = functools.lru_cache(maxsize=4096)(html.escape)
 
 #: what the report means by a device's idle time
 IDLE_MEANS = ("idle: the part of the wall time a device neither ran, compiled nor received "
@@ -108,24 +111,29 @@ def _fusion_line(r: Report) -> str:
 def _bar(d: object, wall: float) -> str:
     spans = "".join(
         f"<span style='width:{100 * s / wall:.2f}%;background:{color}' "
-        f"title='{name} {_ms(s)}'></span>"
+        f"title='{name} {s * 1e3:.2f} ms'></span>"
         for (name, color), s in zip(PARTS, _parts(d)) if wall > 0 and s > 0)
     return f"<div class='bar'>{spans}</div>"
 
 
+_KEYS = "".join(f"<span class='key' style='background:{c}'></span>{n}" for n, c in PARTS)
+_DEVICES_HEAD = ("<table><thead><tr><th>device</th><th>wall time " + _KEYS + "</th>"
+                 "<th>compile</th><th>run</th><th>copies</th><th>idle</th><th>measured peak</th>"
+                 "</tr></thead><tbody>")
+
+
 def _devices(r: Report) -> str:
-    rows = []
+    rows = [_DEVICES_HEAD]
     for d in r.devices:
         peak = r.peaks.get(d.device)
         figures = ("peak unknown" if peak is None else
                    f"{_rate(peak.gb_per_s, 'GB/s')}, {_rate(peak.gflop_per_s, 'GFLOP/s')}")
-        cells = "".join(f"<td>{_ms(s)}</td>" for s in _parts(d))
-        rows.append(f"<tr><td>{_e(d.device)}</td><td>{_bar(d, r.wall_s)}</td>{cells}"
-                    f"<td>{_e(figures)}</td></tr>")
-    keys = "".join(f"<span class='key' style='background:{c}'></span>{n}" for n, c in PARTS)
-    return ("<table><thead><tr><th>device</th><th>wall time " + keys + "</th><th>compile</th>"
-            "<th>run</th><th>copies</th><th>idle</th><th>measured peak</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+        rows.append(f"<tr><td>{_static(d.device)}</td><td>{_bar(d, r.wall_s)}</td>"
+                    f"<td>{d.compile_s * 1e3:.2f} ms</td><td>{d.run_s * 1e3:.2f} ms</td>"
+                    f"<td>{d.copy_s * 1e3:.2f} ms</td><td>{d.idle_s * 1e3:.2f} ms</td>"
+                    f"<td>{_static(figures)}</td></tr>")
+    rows.append("</tbody></table>")
+    return "".join(rows)
 
 
 def _share(x: float) -> str:
@@ -133,34 +141,55 @@ def _share(x: float) -> str:
             f"{100 * x:.1f}%")
 
 
+@functools.lru_cache(maxsize=1024)
+def _kernel_cells(key: str, name: str, op: str, devices: tuple[str, ...]) -> str:
+    """A kernel row's first cells, which stay the same from run to run."""
+    return (f"<tr><td title='{_e(key)}'>{_e(name)}</td><td>{_e(op)}</td>"
+            f"<td>{_e(', '.join(devices))}</td>")
+
+
+_KERNELS_HEAD = ("<table><thead><tr><th>kernel</th><th>op</th><th>device</th><th>run ms</th>"
+                 "<th>compile ms</th><th>share of wall</th><th>read+written</th><th>GB/s</th>"
+                 "<th>GFLOP/s</th><th>roofline</th></tr></thead><tbody>")
+
+
 def _kernels(r: Report) -> str:
-    rows = "".join(
-        f"<tr><td title='{_e(k.key)}'>{_e(k.name)}</td>"
-        f"<td>{_e(k.op)}</td><td>{_e(', '.join(k.devices))}</td>"
-        f"<td>{k.run_s * 1e3:.3f}</td><td>{k.compile_s * 1e3:.1f}</td><td>{_share(k.share)}</td>"
-        f"<td>{_mb(k.nbytes)}</td><td>{_rate(k.gb_per_s, '')}</td>"
-        f"<td>{_rate(k.gflop_per_s)}"
-        f"{'*' if k.gflop_per_s is not None and k.flops_estimated else ''}</td>"
-        f"<td>{_e(_roof(k))}</td></tr>" for k in r.kernels[:TOP])
-    return ("<table><thead><tr><th>kernel</th><th>op</th><th>device</th><th>run ms</th>"
-            "<th>compile ms</th><th>share of wall</th><th>read+written</th><th>GB/s</th>"
-            f"<th>GFLOP/s</th><th>roofline</th></tr></thead><tbody>{rows}</tbody></table>")
+    rows = [_KERNELS_HEAD]
+    for k in r.kernels[:TOP]:
+        gflop = k.gflop_per_s
+        rows.append(
+            f"{_kernel_cells(k.key, k.name, k.op, k.devices)}"
+            f"<td>{k.run_s * 1e3:.3f}</td><td>{k.compile_s * 1e3:.1f}</td><td>{_share(k.share)}</td>"
+            f"<td>{_mb(k.nbytes)}</td><td>{_rate(k.gb_per_s)}</td>"
+            f"<td>{_rate(gflop)}{'*' if gflop is not None and k.flops_estimated else ''}</td>"
+            f"<td>{_roof(k)}</td></tr>")  # _roof's words need no escaping
+    rows.append("</tbody></table>")
+    return "".join(rows)
+
+
+@functools.lru_cache(maxsize=1024)
+def _op_cells(op: str, count: int, kernels: tuple[str, ...]) -> str:
+    """An op row's first cells, which stay the same from run to run."""
+    return f"<tr><td>{_e(op)}</td><td>{count}</td><td>{_e(', '.join(kernels)[:80])}</td>"
+
+
+_OPS_HEAD = ("<table><thead><tr><th>op (before fusion)</th><th>count</th><th>in kernels</th>"
+             "<th>ms</th><th>share of wall</th></tr></thead><tbody>")
 
 
 def _ops(r: Report) -> str:
-    rows = "".join(
-        f"<tr><td>{_e(o.op)}</td><td>{o.count}</td>"
-        f"<td>{_e(', '.join(o.kernels)[:80])}</td><td>{o.seconds * 1e3:.3f}</td>"
-        f"<td>{_share(o.share)}</td></tr>" for o in r.ops[:TOP])
-    return ("<table><thead><tr><th>op (before fusion)</th><th>count</th><th>in kernels</th>"
-            f"<th>ms</th><th>share of wall</th></tr></thead><tbody>{rows}</tbody></table>")
+    rows = [_OPS_HEAD]
+    rows += [f"{_op_cells(o.op, o.count, o.kernels)}<td>{o.seconds * 1e3:.3f}</td>"
+             f"<td>{_share(o.share)}</td></tr>" for o in r.ops[:TOP]]
+    rows.append("</tbody></table>")
+    return "".join(rows)
 
 
 def _copies(r: Report) -> str:
     if not r.copies:
         return "<p class='note'>No copies between devices.</p>"
     rows = "".join(
-        f"<tr><td>{_e(c.source)} → {_e(c.device)}</td><td>{c.count}</td>"
+        f"<tr><td>{_static(c.source)} → {_static(c.device)}</td><td>{c.count}</td>"
         f"<td>{_mb(c.nbytes)}</td><td>{c.seconds * 1e3:.3f}</td><td>{_rate(c.gb_per_s, '')}"
         f"</td><td>{_share(c.share)}</td></tr>" for c in r.copies)
     return ("<table><thead><tr><th>copies</th><th>count</th><th>bytes</th><th>ms</th>"
@@ -172,22 +201,22 @@ NOTE = (f"<p class='note'>{_e(IDLE_MEANS)}.<br>{_e(HOST_MEANS)}.<br>"
         "its ops. Peaks: a streaming add and a float32 matmul, measured once per device.</p>")
 
 
+_HEAD = f"<div class='hermes-report'><style>{CSS}</style>"
+
+
 def fragment(r: Report) -> str:
     """The report as a block of HTML for a notebook output (its style included)."""
-    advice = "".join(f"<li>{_e(s.text)}</li>" for s in r.suggestions) or (
+    advice = "".join([f"<li>{_e(s.text)}</li>" for s in r.suggestions]) or (
         "<li>none: nothing stands out</li>")
     fusion = f"<p>{_e(_fusion_line(r))}</p>" if r.fusion is not None else (
         "<p class='note'>No plan kept for this run: fusion savings unknown.</p>")
-    return (
-        f"<div class='hermes-report'><style>{CSS}</style>"
-        f"<h3>Hotspot report: {len(r.kernels)} kernel(s) in {_ms(r.wall_s)}</h3>"
+    return "".join((
+        _HEAD, f"<h3>Hotspot report: {len(r.kernels)} kernel(s) in {_ms(r.wall_s)}</h3>"
         f"<p>compile {_ms(r.compile_s)} · run {_ms(r.run_s)} · copies {_ms(r.copy_s)} · "
-        f"no device busy {_ms(r.no_device_s)}</p>"
-        f"<h3>Suggestions</h3><ul>{advice}</ul>"
-        f"<h3>Wall time per device</h3>{_devices(r)}"
-        f"<h3>Kernels by time</h3>{_kernels(r)}<h3>Ops by time</h3>{_ops(r)}"
-        f"<h3>Copies</h3>{_copies(r)}<h3>What fusion saved</h3>{fusion}"
-        f"{NOTE}</div>")
+        f"no device busy {_ms(r.no_device_s)}</p><h3>Suggestions</h3><ul>", advice,
+        "</ul><h3>Wall time per device</h3>", _devices(r), "<h3>Kernels by time</h3>",
+        _kernels(r), "<h3>Ops by time</h3>", _ops(r), "<h3>Copies</h3>", _copies(r),
+        "<h3>What fusion saved</h3>", fusion, NOTE, "</div>"))
 
 
 def document(r: Report) -> str:
