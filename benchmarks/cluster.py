@@ -105,9 +105,10 @@ def blur_sobel(sizes: dict[str, int]) -> dict[str, Any]:
         # what any result of this size costs to come home: a plain task handing back an
         # array its worker already holds
         held = client.scatter(reference)
+        (holder,) = client.who_has(held)[held.key]
 
         def result_home() -> np.ndarray:
-            return client.submit(_same, held, pure=False).result()
+            return client.submit(_same, held, pure=False, workers=[holder]).result()
 
         on_cluster = median_rounds({"hermes cluster": hermes, "hermes cluster, kept": hermes_kept,
                                     "delayed+opencv cluster": delayed_cv,
