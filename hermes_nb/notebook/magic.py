@@ -35,6 +35,7 @@ from hermes_nb.api.tensor import Tensor, compute
 from hermes_nb.notebook.reprs import LoadTable, NamedPlans, RunSummary, device_table
 from hermes_nb.runtime import monitor as runtime_monitor
 from hermes_nb.runtime.profile import last_profile
+from hermes_nb.runtime.profile import naming as profile_naming
 from hermes_nb.scheduler.scope import POLICIES
 
 CELL_USAGE = ("usage: %%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile] "
@@ -235,8 +236,12 @@ class HermesMagics(Magics):
             fusion = _fusion_view(tuple(unique.values())) if args.fusion else None
             previous = last_profile()
             start = time.perf_counter()
-            try:
-                results = compute(*unique.values()) if unique else ()
+            names: dict[str, str] = {}
+            for name, t in assigned.items():
+                names.setdefault(t.node.key, name)
+            try:  # the run knows the names from the start: the history keeps them
+                with profile_naming(names):
+                    results = compute(*unique.values()) if unique else ()
             except Exception as exc:  # one line, not the runtime's frames
                 _show_as_one_line(exc, f"hermes: compute failed: {type(exc).__name__}: {exc}")
                 raise

@@ -162,4 +162,5 @@ def _received(message: dict[str, Any]) -> None:
     logrecords.ingest(message.get("logs", ()), message["worker"], shift)
     if found and decision is not None:
         host, device = model_device(message)
-        default_scheduler().record(decision, run.seconds, device=device, host=host)
+        default_scheduler().record(decision, run.seconds, device=device, host=host,
+                                   name=profile.kernel_name(run_id, run.key))

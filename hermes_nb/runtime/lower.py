@@ -153,7 +153,8 @@ def _record(run_id: int, spec: OpSpec, decision: Decision | None, device: str, s
     if report(run_id, run, spec, device):  # on a cluster worker: its client records it
         return
     if decision is not None:
-        default_scheduler().record(decision, run.seconds, device=device)
+        default_scheduler().record(decision, run.seconds, device=device,
+                                   name=profile.kernel_name(run_id, spec.key))
         if decision.calibrating:  # the other devices time a new kernel in the background
             explore.after_first_run(spec, decision)
     profile.record(run_id, run)

@@ -8,11 +8,13 @@ run, so a first run's compile never becomes an estimate.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import html
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -162,6 +164,16 @@ class Profile:
     #: the Hermes log records emitted while it ran (any thread, the build worker, workers)
     log: logrecords.Records = field(default_factory=logrecords.Records, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _names: dict[str, str] | None = field(default=None, repr=False)
+
+    def kernel_name(self, key: str) -> str:
+        """The name views show for kernel ``key`` (or a tile of it), worked out once per run
+        from the plan and the variables known when it began; ``""`` for a kernel not planned."""
+        if self._names is None:
+            from hermes_nb.runtime.plan import kernel_names
+
+            self._names = kernel_names(self.plan, self.variables)
+        return self._names.get(key.split("[", 1)[0], "")
 
     def add(self, run: KernelRun | TransferRun | CompileRun) -> None:
         with self._lock:
@@ -261,13 +273,29 @@ _ids_lock = threading.Lock()
 _next_id = [0]
 
 
+#: the user's names of the values the next run computes (see :func:`naming`)
+_naming: contextvars.ContextVar[dict[str, str]] = contextvars.ContextVar("hermes_naming", default={})
+
+
+@contextlib.contextmanager
+def naming(variables: dict[str, str]) -> Iterator[None]:
+    """Runs begun inside know ``variables`` (pre-fusion node key -> the user's name) from
+    the start, so the history stores each kernel under its views' name."""
+    token = _naming.set(variables)
+    try:
+        yield
+    finally:
+        _naming.reset(token)
+
+
 def begin(plan: Plan | None = None,
           on_kernel: Callable[[KernelRun], None] | None = None,
           work: RunWork | None = None) -> int:
     with _ids_lock:
         _next_id[0] += 1
         run_id = _next_id[0]
-        _profiles[run_id] = Profile(plan=plan, work=work, on_kernel=on_kernel)
+        _profiles[run_id] = Profile(plan=plan, work=work, on_kernel=on_kernel,
+                                    variables=dict(_naming.get()))
     logrecords.open_run(run_id)
     return run_id
 
@@ -276,6 +304,12 @@ def record(run_id: int, run: KernelRun | TransferRun | CompileRun) -> None:
     profile = _profiles.get(run_id)  # absent on a distributed worker: nothing to add to
     if profile is not None:
         profile.add(run)
+
+
+def kernel_name(run_id: int, key: str) -> str:
+    """The views' name of kernel ``key`` of run ``run_id`` (``""`` when the run is not here)."""
+    found = _profiles.get(run_id)
+    return found.kernel_name(key) if found is not None else ""
 
 
 def end(run_id: int) -> Profile:

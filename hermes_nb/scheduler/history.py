@@ -3,7 +3,8 @@
 Runs and link measurements are keyed by host and device: a cache directory shared by
 several machines (a home on NFS) never lets one machine's ``opencl:0`` stand for
 another's. Schema 1 files (no host) are migrated in place to schema 2, their rows
-attributed to the host that opens them first.
+attributed to the host that opens them first; schema 2 files gain each run's kernel name
+(schema 3, ``""`` for the runs recorded before).
 
 Several processes (notebook kernels, Dask workers) share one file. Each opens it in
 WAL mode with a busy timeout, and writes in short batched transactions: ``record()``
@@ -34,7 +35,7 @@ from typing import Any
 
 from hermes_nb.cache import cache_dir
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "perf_history.sqlite3"
 #: rows kept per (signature, host, device); older runs are pruned on flush
 KEEP_PER_PAIR = 512
@@ -64,7 +65,8 @@ CREATE TABLE IF NOT EXISTS runs (
     seconds REAL NOT NULL,
     recorded_at REAL NOT NULL,
     pid INTEGER NOT NULL,
-    host TEXT NOT NULL DEFAULT ''
+    host TEXT NOT NULL DEFAULT '',
+    name TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS runs_by_key ON runs (signature, host, device, id);
 """ + _LINKS + ";"
@@ -80,6 +82,8 @@ _MIGRATE_1_TO_2 = (
     "d2h_bytes_per_s, measured_at FROM links_v1",
     "DROP TABLE links_v1",
 )
+#: schema 2 to 3: runs gain the kernel's name as the notebook's views show it
+_MIGRATE_2_TO_3 = ("ALTER TABLE runs ADD COLUMN name TEXT NOT NULL DEFAULT ''",)
 
 
 @functools.cache
@@ -116,6 +120,8 @@ class Run:
     recorded_at: float = 0.0
     #: the machine the device is in; ``""`` for this one
     host: str = ""
+    #: the kernel's name in the views ("edges: blur5+sobel"); ``""`` when none was known
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -319,9 +325,9 @@ class HistoryStore:
         try:
             conn.executemany(
                 "INSERT INTO runs (signature, device, size_key, nbytes, flops, bytes_moved, seconds, "
-                "recorded_at, pid, host) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "recorded_at, pid, host, name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(r.signature, r.device, r.size_key, int(r.nbytes), float(r.flops), int(r.bytes_moved),
-                  float(r.seconds), r.recorded_at or time.time(), pid, r.host or local_host())
+                  float(r.seconds), r.recorded_at or time.time(), pid, r.host or local_host(), r.name)
                  for r in batch],
             )
             for signature, host, device in {(r.signature, r.host or local_host(), r.device)
@@ -366,7 +372,7 @@ class HistoryStore:
             where.append("device = ?")
             args.append(device)
         sql = ("SELECT signature, device, size_key, nbytes, flops, seconds, bytes_moved, recorded_at, "
-               "host FROM runs" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id")
+               "host, name FROM runs" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id")
         rows: list[Any] = []
         with self._lock:
             with self._guard("reading runs") as ok:
@@ -441,11 +447,11 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
         has_runs = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'").fetchone()
         version = row[0] if row is not None else ("1" if has_runs else str(SCHEMA_VERSION))
-        if version == "1":
-            for statement in _MIGRATE_1_TO_2:
-                conn.execute(statement, {"host": local_host()} if ":host" in statement else {})
-        elif version != str(SCHEMA_VERSION):
+        if version not in ("1", "2", str(SCHEMA_VERSION)):
             raise sqlite3.DatabaseError(f"schema version {version!r} != {SCHEMA_VERSION}")
+        steps = {"1": (*_MIGRATE_1_TO_2, *_MIGRATE_2_TO_3), "2": _MIGRATE_2_TO_3}
+        for statement in steps.get(version, ()):
+            conn.execute(statement, {"host": local_host()} if ":host" in statement else {})
         for statement in _SCHEMA.split(";"):
             if statement.strip():
                 conn.execute(statement)
@@ -470,8 +476,8 @@ def _number(value: Any, *, positive: bool = False) -> bool:
 
 
 def _valid_run(row: Sequence[Any]) -> bool:
-    signature, device, size_key, nbytes, flops, seconds, moved, _, host = row
-    texts = all(isinstance(v, str) for v in (signature, device, size_key, host))
+    signature, device, size_key, nbytes, flops, seconds, moved, _, host, name = row
+    texts = all(isinstance(v, str) for v in (signature, device, size_key, host, name))
     return texts and _number(nbytes) and _number(flops) and _number(seconds, positive=True) \
         and _number(moved)
 

@@ -90,11 +90,12 @@ class PerfModel:
     # ------------------------------------------------------------------ learning
     def observe(
         self, kernel: KernelInfo, device: str, seconds: float, *, bytes_moved: int = 0,
-        persist: bool = True, host: str = "",
+        persist: bool = True, host: str = "", name: str = "",
     ) -> None:
         """Add one timed run (thread-safe); also queue it for the store when ``persist``.
         ``host``: the machine ``device`` is in (``""``: this one); another machine's device
-        is its own pair, named ``"host/device"`` (see :func:`.history.model_device`)."""
+        is its own pair, named ``"host/device"`` (see :func:`.history.model_device`).
+        ``name``: the kernel's name in the views, kept with the stored run."""
         if not seconds >= 0.0:  # NaN or negative: a broken timer, not a measurement
             return
         self._ensure_loaded(kernel.signature)
@@ -102,7 +103,7 @@ class PerfModel:
                   kernel.flops, seconds)
         if persist and self.store is not None:
             self.store.record(Run(kernel.signature, device, kernel.size_key, kernel.nbytes, kernel.flops,
-                                  seconds, bytes_moved, host=host or local_host()))
+                                  seconds, bytes_moved, host=host or local_host(), name=name))
 
     def _add(
         self, signature: str, device: str, size_key: str, nbytes: int, flops: float, seconds: float

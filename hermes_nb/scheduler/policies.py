@@ -361,15 +361,16 @@ class Scheduler:
     # ------------------------------------------------------------------ learning
     def record(
         self, decision: Decision, seconds: float, *, device: str | None = None, bytes_moved: int = 0,
-        host: str = "",
+        host: str = "", name: str = "",
     ) -> None:
         """Feed back one finished run: ``seconds`` of kernel time (copies excluded) on
-        ``device`` (default: the decision's) of ``host`` (``""``: this machine). Its calibration
-        slot is the decision's even when another device ran it (a fallback, or a cluster
-        worker without that device). Thread-safe; cheap (no I/O unless a batch is due)."""
+        ``device`` (default: the decision's) of ``host`` (``""``: this machine); ``name`` is
+        the kernel's name in the views, stored with the run. Its calibration slot is the
+        decision's even when another device ran it (a fallback, or a cluster worker without
+        that device). Thread-safe; cheap (no I/O unless a batch is due)."""
         self.release(decision)
         self.model.observe(decision.kernel, device or decision.device, seconds,
-                           bytes_moved=bytes_moved, host=host)
+                           bytes_moved=bytes_moved, host=host, name=name)
 
     def release(self, decision: Decision) -> None:
         """Give back the calibration slot ``decide`` took for ``decision`` without a timing

@@ -22,17 +22,21 @@ def device_rows() -> list[dict[str, Any]]:
 
 
 def history_summary(limit: int = HISTORY_LIMIT) -> dict[str, Any]:
-    """The scheduler history on this machine, summarised per (signature, device)."""
+    """The scheduler history on this machine, summarised per (signature, device), with the
+    kernel's name in the notebook's views where a run recorded one."""
     from hermes_nb.scheduler.history import HistoryStore, default_path
 
     path = default_path()
     with HistoryStore(path) as store:
         runs, links = store.runs(), store.links()
     pairs: dict[tuple[str, str], list[Any]] = {}
+    names: dict[str, str] = {}  # per signature, its latest name on any device
     for run in runs:
         pairs.setdefault((run.signature, run.device), []).append(run)
+        if run.name:  # runs from before names were stored, or plain hm.compute, may have none
+            names[run.signature] = run.name
     rows = [{
-        "signature": signature, "device": device, "runs": len(group),
+        "signature": signature, "name": names.get(signature, ""), "device": device, "runs": len(group),
         "median_ms": statistics.median(r.seconds for r in group) * 1e3,
         "last_recorded": max(r.recorded_at for r in group),
     } for (signature, device), group in pairs.items()]
