@@ -334,6 +334,10 @@ from hermes_nb import logrecords as _logrecords  # noqa: E402
 
 _logrecords.install()
 logs = _logrecords.records
+# and on disk, written in the background, for the lab panel's log section (the server's process)
+from hermes_nb import logsink as _logsink  # noqa: E402
+
+_logsink.start()
 __all__.append("logs")
 
 # the hotspot report of a run (``hm.report()``), its figures read from the run's profile

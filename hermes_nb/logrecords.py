@@ -262,6 +262,42 @@ def _keep(found: list[Record]) -> None:
         _buffer.extend(found)
         for run in _runs.values():
             run.extend(found)
+        if _spool is not None:  # a sink writes them out later, on its own thread
+            _spool.extend(found)
+            if not spooled.is_set():
+                spooled.set()
+
+
+# ---------------------------------------------------------------------- the spool
+
+_spool: deque[Record] | None = None  # records a sink (``logsink``) has yet to write
+#: set while the spool holds records: the sink's thread waits on it
+spooled = threading.Event()
+
+
+def open_spool(capacity: int) -> None:
+    """Keep every new record for :func:`drain_spool` too (the newest ``capacity`` of them)."""
+    global _spool
+    with _lock:
+        _spool = deque(_spool or (), maxlen=capacity)
+
+
+def close_spool() -> None:
+    """Stop keeping records for a sink; those not drained yet are dropped."""
+    global _spool
+    with _lock:
+        _spool = None
+        spooled.clear()
+
+
+def drain_spool() -> list[Record]:
+    """The records kept since the last drain, oldest first (the spool is emptied)."""
+    with _lock:
+        found = list(_spool or ())
+        if _spool is not None:
+            _spool.clear()
+        spooled.clear()
+        return found
 
 
 _handler: HermesHandler | None = None
