@@ -11,7 +11,15 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from tornado import web
 
-from hermes_nb.server.manager import bokehjs_root, device_rows, history_summary, live_load
+from hermes_nb.server.manager import (
+    LOG_LIMIT,
+    bokehjs_root,
+    check_log_query,
+    device_rows,
+    history_summary,
+    live_load,
+    log_records,
+)
 
 #: the resource name Jupyter's authorizer is asked about
 AUTH_RESOURCE = "hermes"
@@ -52,6 +60,36 @@ class LoadHandler(_Handler):
         await self._reply(live_load)
 
 
+class LogsHandler(_Handler):
+    """``logs?since=&level=&device=&kernel=&limit=``: the stored log records, newest first."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        args = {name: self.get_query_argument(name, None) or None
+                for name in ("level", "device", "kernel")}
+        try:
+            since = self.get_query_argument("since", None)
+            args["since"] = float(since) if since else None
+            args["limit"] = int(self.get_query_argument("limit", None) or LOG_LIMIT)
+            check_log_query(args["level"], args["limit"])
+        except ValueError as exc:
+            raise web.HTTPError(400, reason=f"hermes logs: {exc}") from exc
+        notebooks = await self._notebooks()
+        await self._reply(lambda: log_records(**args, notebooks=notebooks))
+
+    async def _notebooks(self) -> dict[str, str]:
+        """Kernel id -> the path of its notebook, from the server's sessions."""
+        sessions = self.settings.get("session_manager")
+        if sessions is None:
+            return {}
+        try:
+            found = await sessions.list_sessions()
+        except Exception:  # a source shown as a kernel id is no reason to fail
+            return {}
+        return {s["kernel"]["id"]: s.get("path", "") for s in found if s.get("kernel")}
+
+
 class BokehJSHandler(JupyterHandler, web.StaticFileHandler):
     """BokehJS from the installed ``bokeh`` package (the version the kernels' views are made
     with), for the lab extension to put in the page: the views never need a CDN."""
@@ -71,7 +109,8 @@ class BokehJSHandler(JupyterHandler, web.StaticFileHandler):
 
 def handlers() -> list[tuple[str, type[APIHandler]]]:
     """The JSON endpoints, under ``<base_url>/hermes/api/``."""
-    return [("devices", DevicesHandler), ("history", HistoryHandler), ("load", LoadHandler)]
+    return [("devices", DevicesHandler), ("history", HistoryHandler), ("load", LoadHandler),
+            ("logs", LogsHandler)]
 
 
 def static_handlers() -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:

@@ -75,6 +75,50 @@ def live_load(window_s: float = LOAD_WINDOW_S, now: float | None = None) -> dict
     return {"window_s": window_s, "devices": rows}
 
 
+#: records ``logs`` returns at most, newest first
+LOG_LIMIT = 200
+
+
+def log_records(since: float | None = None, level: str | None = None, device: str | None = None,
+                kernel: str | None = None, limit: int = LOG_LIMIT,
+                notebooks: dict[str, str] | None = None) -> dict[str, Any]:
+    """The Hermes log records every Hermes process on this machine wrote (``logsink``),
+    newest first and filtered as :func:`hermes_nb.logsink.read_records` does; each names
+    its ``source``: the notebook of its Jupyter kernel where ``notebooks`` (kernel id ->
+    path, the server's sessions) knows it, else the kernel's id, else the process."""
+    from hermes_nb import logsink
+
+    path = logsink.default_path()
+    rows = logsink.read_records(path, since=since, level=level, device=device, kernel=kernel,
+                                limit=limit)
+    notebooks = notebooks or {}
+    shown = ("id", "time", "level", "device", "kernel", "category", "message", "detail", "worker")
+    records = [{**{k: r[k] for k in shown}, "source": _source(r, notebooks)} for r in rows]
+    return {"path": str(path), "records": records}
+
+
+def check_log_query(level: str | None, limit: int) -> None:
+    """``ValueError`` (the endpoint's 400) for a level or limit ``logs`` cannot answer.
+
+    >>> check_log_query("loud", 10)
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown log level 'loud': use one of debug, info, warning, error, critical
+    """
+    from hermes_nb import logrecords, logsink
+
+    logrecords._level_of(level)
+    if not 1 <= limit <= logsink.KEEP:
+        raise ValueError(f"limit={limit} is not between 1 and {logsink.KEEP}")
+
+
+def _source(row: dict[str, Any], notebooks: dict[str, str]) -> str:
+    kernel_id = row["jupyter_kernel"]
+    if kernel_id:
+        return notebooks.get(kernel_id) or f"kernel {kernel_id[:8]}"
+    return f"pid {row['pid']} on {row['host']}"
+
+
 def bokehjs_root() -> Path:
     """The installed ``bokeh`` package's static folder (``js/bokeh.min.js`` and its kin)."""
     from bokeh.util.paths import bokehjs_path

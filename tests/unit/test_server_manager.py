@@ -3,6 +3,7 @@ authentication, runs against a real JupyterLab in tests/browser/test_lab_extensi
 
 from __future__ import annotations
 
+import sqlite3
 import statistics
 
 import pytest
@@ -13,7 +14,13 @@ import hermes_nb as hm
 from hermes_nb.scheduler.history import HistoryStore, LinkRecord, Run
 from hermes_nb.server import _jupyter_server_extension_points
 from hermes_nb.server.handlers import AUTH_RESOURCE, handlers
-from hermes_nb.server.manager import device_rows, history_summary, live_load
+from hermes_nb.server.manager import (
+    check_log_query,
+    device_rows,
+    history_summary,
+    live_load,
+    log_records,
+)
 
 
 def test_devices_are_the_ones_hermes_finds() -> None:
@@ -76,9 +83,45 @@ def test_live_load_is_each_device_busy_share_of_recent_runs(tmp_path, monkeypatc
 def test_every_handler_is_authenticated_and_authorised() -> None:
     assert _jupyter_server_extension_points() == [{"module": "hermes_nb.server"}]
     routes = handlers()
-    assert [path for path, _ in routes] == ["devices", "history", "load"]
+    assert [path for path, _ in routes] == ["devices", "history", "load", "logs"]
     for _, handler in routes:
         assert handler.auth_resource == AUTH_RESOURCE
         get = handler.get
         # tornado's @authenticated and jupyter_server's @authorized both wrap the method
         assert get.__wrapped__.__wrapped__ is not None, handler
+
+
+def test_logs_are_the_stored_records_newest_first_with_their_source(tmp_path, monkeypatch) -> None:
+    import logging
+
+    from hermes_nb import logrecords, logsink
+
+    monkeypatch.setenv("HERMES_NB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(logsink, "FLUSH_DELAY_S", 60.0)  # only this test's flush writes them
+    sink = logsink.LogSink()  # the file the endpoint reads: $HERMES_NB_CACHE_DIR's history
+    logrecords.drain_spool()
+    logrecords.emit(logging.INFO, "built on cpu:0", device="cpu:0", kernel="hermes-add-1")
+    logrecords.emit(logging.WARNING, "fell back from opencl:0", device="opencl:0", kernel="hermes-mul")
+    sink.flush()
+    sink.close()
+    # one record as a notebook's kernel wrote it, the server's sessions knowing its notebook
+    conn = sqlite3.connect(tmp_path / "perf_history.sqlite3")
+    conn.execute("UPDATE logs SET jupyter_kernel = '0f1e2d3c-4b5a' WHERE device = 'opencl:0'")
+    conn.commit()
+    conn.close()
+    body = log_records(notebooks={"0f1e2d3c-4b5a": "work/edges.ipynb"})
+    assert body["path"] == str(tmp_path / "perf_history.sqlite3")
+    messages = [r["message"] for r in body["records"]]
+    assert messages[:2] == ["fell back from opencl:0", "built on cpu:0"]
+    first, second = body["records"][:2]
+    assert first["source"] == "work/edges.ipynb" and first["level"] == "WARNING"
+    assert second["source"].startswith("pid ") and second["device"] == "cpu:0"
+    assert log_records()["records"][0]["source"] == "kernel 0f1e2d3c"  # a session gone
+    assert [r["message"] for r in log_records(level="warning")["records"]] == messages[:1]
+    assert [r["message"] for r in log_records(device="cpu:0", kernel="add")["records"]] == [
+        "built on cpu:0"]
+    assert log_records(since=first["time"] + 1)["records"] == []
+    with pytest.raises(ValueError, match="unknown log level 'loud'"):
+        check_log_query("loud", 10)
+    with pytest.raises(ValueError, match="limit=0 is not between 1 and 5000"):
+        check_log_query(None, 0)
