@@ -262,9 +262,35 @@ def read_records(path: str | os.PathLike[str] | None = None, *, since: float | N
     return [dict(zip(("id", *_COLUMNS), row)) for row in rows]
 
 
+def stored_choices(path: str | os.PathLike[str] | None = None, limit: int = 100
+                   ) -> dict[str, list[str]]:
+    """The devices and kernels the stored records name (what a filter can choose), each
+    sorted, at most ``limit`` of each.
+
+    >>> stored_choices("/nonexistent/perf_history.sqlite3")
+    {'devices': [], 'kernels': []}
+    """
+    path = default_path() if path is None else Path(path)
+    found: dict[str, list[str]] = {"devices": [], "kernels": []}
+    if not path.exists():
+        return found
+    conn = sqlite3.connect(str(path), timeout=1.0)
+    try:
+        for key, column in (("devices", "device"), ("kernels", "kernel")):
+            found[key] = [row[0] for row in conn.execute(
+                f"SELECT DISTINCT {column} FROM logs WHERE {column} != '' ORDER BY {column} "
+                "LIMIT ?", (limit,))]
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+    finally:
+        conn.close()
+    return found
+
+
 def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 __all__ = ["KEEP", "LogSink", "default_path", "flush", "jupyter_kernel_id", "read_records",
-           "start", "stop"]
+           "start", "stop", "stored_choices"]

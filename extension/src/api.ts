@@ -14,6 +14,7 @@ export interface IDevice {
 
 export interface IKernelHistory {
   signature: string;
+  name: string; // as the notebook's views name it ("edges: blur5+sobel"); "" when unknown
   device: string;
   runs: number;
   median_ms: number;
@@ -47,9 +48,32 @@ export interface ILoad {
   devices: IDeviceLoad[];
 }
 
-export async function requestAPI<T>(endpoint: 'devices' | 'history' | 'load'): Promise<T> {
+export interface ILogRecord {
+  id: number;
+  time: number; // epoch seconds
+  level: string;
+  device: string;
+  kernel: string;
+  category: string;
+  message: string;
+  detail: string; // a build log or compiler output, "" when none
+  worker: string;
+  source: string; // the notebook of the kernel that logged it, else its kernel id or process
+}
+
+export interface ILogs {
+  path: string;
+  records: ILogRecord[]; // newest first
+  devices: string[];
+  kernels: string[];
+}
+
+export type Endpoint = 'devices' | 'history' | 'load' | 'logs';
+
+export async function requestAPI<T>(endpoint: Endpoint, query: Record<string, string> = {}): Promise<T> {
   const settings = ServerConnection.makeSettings();
-  const url = URLExt.join(settings.baseUrl, 'hermes', 'api', endpoint);
+  const search = new URLSearchParams(query).toString();
+  const url = URLExt.join(settings.baseUrl, 'hermes', 'api', endpoint) + (search ? `?${search}` : '');
   const response = await ServerConnection.makeRequest(url, {}, settings);
   const text = await response.text();
   if (!response.ok) {

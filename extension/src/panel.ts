@@ -1,10 +1,13 @@
-// The "Hermes devices" panel: each device's live load (polled while the panel is shown), the
-// server machine's devices and the scheduler's history.
+// The "Hermes devices" panel: each device's live load and the log records of every kernel
+// (both polled while the panel is shown), the server machine's devices and the scheduler's
+// history, its kernels named as the notebook's views name them.
 // Every value is written with textContent: nothing from the server is parsed as HTML.
 import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { IDevice, IHistory, ILoad, requestAPI } from './api';
+import { IDevice, IHistory, IKernelHistory, ILoad, requestAPI } from './api';
+import { heading, table } from './dom';
+import { LogSection } from './logs';
 
 /** How often the panel's live load is polled, in ms. */
 export const LOAD_POLL_MS = 2000;
@@ -14,29 +17,21 @@ export function loadText(d: { id: string; busy_pct: number }): string {
   return `${d.id} ${d.busy_pct.toFixed(0)}%`;
 }
 
-function cell(row: HTMLTableRowElement, text: string, tag: 'td' | 'th' = 'td'): void {
-  const element = document.createElement(tag);
-  element.textContent = text;
-  row.appendChild(element);
-}
-
-function table(headers: string[], rows: string[][]): HTMLTableElement {
-  const element = document.createElement('table');
-  element.className = 'hermes-table';
-  cell(element.createTHead().insertRow(), '', 'th');
-  const head = element.tHead!.rows[0];
-  head.deleteCell(0);
-  headers.forEach(h => cell(head, h, 'th'));
-  const body = element.createTBody();
-  rows.forEach(values => {
-    const row = body.insertRow();
-    values.forEach(v => cell(row, v));
-  });
-  return element;
-}
-
 function gib(bytes: number): string {
   return `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+}
+
+// the kernel's name in the views ("edges: blur5+sobel"), its signature where no run named it
+function kernelTable(kernels: IKernelHistory[]): HTMLTableElement {
+  const element = table(
+    ['kernel', 'device', 'runs', 'median ms'],
+    kernels.map(k => [k.name || k.signature, k.device, `${k.runs}`, k.median_ms.toFixed(3)])
+  );
+  element.classList.add('hermes-kernels');
+  Array.from(element.tBodies[0].rows).forEach((row, i) => {
+    row.cells[0].title = kernels[i].signature; // the hashed key, on hover
+  });
+  return element;
 }
 
 export class DevicesPanel extends Widget {
@@ -53,13 +48,18 @@ export class DevicesPanel extends Widget {
     this.node.appendChild(refresh);
     this.node.appendChild(this._load);
     this.node.appendChild(this._content);
+    this.node.appendChild(this._log.node);
   }
 
   /** Poll the live load while the panel is in the page. */
   protected onAfterAttach(msg: Message): void {
     super.onAfterAttach(msg);
-    void this.refreshLoad();
-    this._timer = window.setInterval(() => void this.refreshLoad(), LOAD_POLL_MS);
+    const poll = (): void => {
+      void this.refreshLoad();
+      void this._log.refresh();
+    };
+    poll();
+    this._timer = window.setInterval(poll, LOAD_POLL_MS);
   }
 
   protected onBeforeDetach(msg: Message): void {
@@ -112,10 +112,7 @@ export class DevicesPanel extends Widget {
           ])
         ),
         this._heading(`Measured kernels (${history.runs} runs in ${history.path})`),
-        table(
-          ['kernel', 'device', 'runs', 'median ms'],
-          history.kernels.map(k => [k.signature, k.device, `${k.runs}`, k.median_ms.toFixed(3)])
-        )
+        kernelTable(history.kernels)
       );
       this.node.dataset.loaded = 'true';
     } catch (error) {
@@ -126,12 +123,11 @@ export class DevicesPanel extends Widget {
   }
 
   private _heading(text: string): HTMLElement {
-    const element = document.createElement('h3');
-    element.textContent = text;
-    return element;
+    return heading(text);
   }
 
   private _content = document.createElement('div');
   private _load = document.createElement('div');
+  private _log = new LogSection();
   private _timer = 0;
 }

@@ -85,7 +85,8 @@ def log_records(since: float | None = None, level: str | None = None, device: st
     """The Hermes log records every Hermes process on this machine wrote (``logsink``),
     newest first and filtered as :func:`hermes_nb.logsink.read_records` does; each names
     its ``source``: the notebook of its Jupyter kernel where ``notebooks`` (kernel id ->
-    path, the server's sessions) knows it, else the kernel's id, else the process."""
+    path, the server's sessions) knows it, else the kernel's id, else the process. With
+    them, every device and kernel the stored records name (``devices``, ``kernels``)."""
     from hermes_nb import logsink
 
     path = logsink.default_path()
@@ -94,7 +95,7 @@ def log_records(since: float | None = None, level: str | None = None, device: st
     notebooks = notebooks or {}
     shown = ("id", "time", "level", "device", "kernel", "category", "message", "detail", "worker")
     records = [{**{k: r[k] for k in shown}, "source": _source(r, notebooks)} for r in rows]
-    return {"path": str(path), "records": records}
+    return {"path": str(path), "records": records, **logsink.stored_choices(path)}
 
 
 def check_log_query(level: str | None, limit: int) -> None:

@@ -1,18 +1,19 @@
 """The Hermes JupyterLab extension in a real JupyterLab: its server endpoints answer only with
-the token, and the status bar item opens a panel listing this machine's devices."""
+the token, the status bar item opens a panel listing this machine's devices, and the panel
+shows a notebook kernel's log records and names its kernels as the notebook's views do."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
-from lab_harness import LabPage, LabServer
+from lab_harness import LabPage, LabServer, run_notebook, wait_all_cells_run
 
 import hermes_nb as hm
 
 pytestmark = pytest.mark.browser
 
-ENDPOINTS = ("hermes/api/devices", "hermes/api/history", "hermes/api/load")
+ENDPOINTS = ("hermes/api/devices", "hermes/api/history", "hermes/api/load", "hermes/api/logs")
 
 
 def test_hermes_endpoints_need_the_token(lab_server: LabServer) -> None:
@@ -25,6 +26,11 @@ def test_hermes_endpoints_need_the_token(lab_server: LabServer) -> None:
     status, body = lab_server.request("hermes/api/history")
     assert status == 200
     assert body["path"].endswith("perf_history.sqlite3") and body["runs"] >= 0
+    status, body = lab_server.request("hermes/api/logs?level=warning&limit=5")
+    assert status == 200 and len(body["records"]) <= 5
+    assert all(r["level"] in ("WARNING", "ERROR", "CRITICAL") for r in body["records"])
+    status, _ = lab_server.request("hermes/api/logs?level=loud")
+    assert status == 400
     status, _ = lab_server.request("hermes/api/devices", method="POST")
     assert status in (403, 405)  # no write endpoint exists
 
@@ -58,5 +64,52 @@ def test_status_bar_item_opens_the_devices_panel(lab_page: LabPage) -> None:
     page.keyboard.type("Hermes: Show Devices")
     page.keyboard.press("Enter")
     panel.wait_for()
+    assert lab_page.console_errors == []
+    assert lab_page.external_requests == []
+
+
+MARKER = "panel-log-check"
+CELLS = [
+    "%load_ext hermes_nb\nimport logging, time\nimport numpy as np\nimport hermes_nb as hm",
+    # a warning through the logger every Hermes module logs under
+    f"logging.getLogger('hermes_nb.runtime').warning('{MARKER}: a record on cpu:0')",
+    "%%hermes --device cpu:0\n"
+    "edges = hm.exp(hm.asarray(np.linspace(-1, 1, 4096, dtype=np.float32)) * 0.5) + 1.0",
+    # the history writes its batch once it is 2 s old, on the next run: run again after that
+    "time.sleep(2.5)",
+    "%%hermes --device cpu:0\n"
+    "edges = hm.exp(hm.asarray(np.linspace(-1, 1, 4096, dtype=np.float32)) * 0.5) + 1.0",
+]
+
+
+def test_panel_shows_a_kernels_log_records_and_names_its_kernels(lab_page: LabPage) -> None:
+    page = lab_page.page
+    run_notebook(lab_page, "log-panel.ipynb", CELLS)
+    wait_all_cells_run(page, 120_000)
+    page.locator(".hermes-status").click()
+    panel = page.locator(".hermes-devices-panel[data-loaded='true']")
+    panel.wait_for()
+    # the kernel's record, polled into the log section: its level, device and notebook
+    row = panel.locator(".hermes-log-table tbody tr", has_text=MARKER).first
+    row.wait_for(timeout=30_000)
+    cells = row.locator("td").all_inner_texts()
+    assert cells[1:4] == ["WARNING", "cpu:0", ""], cells
+    assert cells[5] == "log-panel.ipynb" and cells[6].startswith(MARKER), cells
+    # the filters ask the server again: above its level it is gone, at its device it is back
+    log = panel.locator(".hermes-log")
+    log.locator("select.hermes-log-level").select_option("error")
+    page.wait_for_function(
+        f"() => !document.querySelector('.hermes-log').textContent.includes('{MARKER}')")
+    log.locator("select.hermes-log-level").select_option("warning")
+    log.locator("select.hermes-log-device").select_option("cpu:0")
+    row.wait_for(timeout=30_000)
+    assert all(r.locator("td").nth(2).inner_text() == "cpu:0"
+               for r in log.locator("tbody tr").all())
+    # the measured kernel under the name the notebook's views give it
+    kernels = panel.locator("table.hermes-kernels")
+    assert "edges: multiply+exp+add" in kernels.inner_text(), kernels.inner_text()
+    name = kernels.locator("td", has_text="edges: multiply+exp+add").first
+    assert name.get_attribute("title").startswith("fused_elementwise:")  # its signature on hover
+    lab_page.screenshot("log-panel", panel)
     assert lab_page.console_errors == []
     assert lab_page.external_requests == []

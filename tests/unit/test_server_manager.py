@@ -121,6 +121,8 @@ def test_logs_are_the_stored_records_newest_first_with_their_source(tmp_path, mo
     assert [r["message"] for r in log_records(device="cpu:0", kernel="add")["records"]] == [
         "built on cpu:0"]
     assert log_records(since=first["time"] + 1)["records"] == []
+    assert body["devices"] == ["cpu:0", "opencl:0"]
+    assert body["kernels"] == ["hermes-add-1", "hermes-mul"]
     with pytest.raises(ValueError, match="unknown log level 'loud'"):
         check_log_query("loud", 10)
     with pytest.raises(ValueError, match="limit=0 is not between 1 and 5000"):
