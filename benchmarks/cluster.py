@@ -10,10 +10,10 @@ Three figures, each a ratio of medians of interleaved rounds measured in this on
   NumPy in, NumPy out: Hermes on a 2-worker process ``LocalCluster`` over Hermes without a
   cluster (wanted ≤ 2×), and ``dask.delayed`` + OpenCV on the same cluster over Hermes there
   (wanted > 1: Hermes faster). "dask task, result home" is a plain task handing back an
-  array of the result's size that its worker holds: what bringing the result home costs
-  any Dask code, with no computing. "kept" rows keep the results where they were computed
-  (``hm.persist``: on the workers; without a cluster it is ``compute``), so no result
-  travels back.
+  array of the result's size that its worker holds, gathered straight from the worker:
+  what bringing the result home costs any Dask code, with no computing. "kept" rows keep
+  the results where they were computed (``hm.persist``: on the workers; without a cluster
+  it is ``compute``), so no result travels back.
 * (b) one 256 MiB input, ``(x * 2 + 1).sum()``: the scheduler's peak memory growth during
   the run (wanted < 16 MiB; the scheduler runs in its own process, read with
   ``client.run_on_scheduler`` and psutil), and the time over ``client.scatter`` + one
@@ -103,12 +103,13 @@ def blur_sobel(sizes: dict[str, int]) -> dict[str, Any]:
                           sizes["repeats"])
     with local_cluster() as cluster, _client(cluster) as client:
         # what any result of this size costs to come home: a plain task handing back an
-        # array its worker already holds
+        # array its worker already holds, gathered straight from it as Hermes gathers
         held = client.scatter(reference)
         (holder,) = client.who_has(held)[held.key]
 
         def result_home() -> np.ndarray:
-            return client.submit(_same, held, pure=False, workers=[holder]).result()
+            task = client.submit(_same, held, pure=False, workers=[holder])
+            return client.gather(task, direct=True)
 
         on_cluster = median_rounds({"hermes cluster": hermes, "hermes cluster, kept": hermes_kept,
                                     "delayed+opencv cluster": delayed_cv,

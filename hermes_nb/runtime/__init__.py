@@ -18,7 +18,7 @@ import dask.threaded
 from hermes_nb.backends import devices, get_device
 from hermes_nb.ir.node import Node, is_borrowed, toposort
 from hermes_nb.runtime import graph_cache, profile
-from hermes_nb.runtime.cluster import check_cluster, killed_worker_error
+from hermes_nb.runtime.cluster import check_cluster, direct, killed_worker_error
 from hermes_nb.runtime.cluster_data import for_cluster, kept
 from hermes_nb.runtime.cluster_inventory import active_client
 from hermes_nb.runtime.cluster_run import cluster_get
@@ -112,7 +112,7 @@ def _run_on_cluster(client: Any, graph: dict[Any, Any], keys: list[str],
         futures = cluster_get(client, graph, keys, sync=False)  # placed on workers' devices
         if persist:
             return kept(futures, graph, keys, [n.nbytes for n in optimized])
-        return client.gather(futures, direct=True)  # from the workers, not via the scheduler
+        return client.gather(futures, direct=direct(client))
     except Exception as exc:
         nodes = {n.key: n for n in toposort(optimized)}
         error = killed_worker_error(exc, graph, nodes)

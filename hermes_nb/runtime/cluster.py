@@ -37,6 +37,14 @@ def check_cluster(client: Any, module: str = "hermes_nb") -> None:
     _checked.add((client.id, address))
 
 
+def direct(client: Any) -> bool:
+    """Whether data moves straight between this client and the workers (scatter, gather) or
+    through the scheduler. Straight is one hop instead of two and keeps the bytes out of
+    the scheduler's memory; a client that cannot reach its workers (through an SSH tunnel
+    to the scheduler alone) says so with ``direct_to_workers=False``, as Dask's own option."""
+    return client.direct_to_workers is not False
+
+
 def killed_worker_error(exc: BaseException, graph: dict[Any, Any],
                         nodes: dict[str, Any]) -> ClusterError | None:
     """``distributed.KilledWorker`` as a ``ClusterError`` naming the user's op, its shapes

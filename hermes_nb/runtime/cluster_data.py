@@ -3,8 +3,8 @@
 :func:`for_cluster` rewrites a lowered graph before it is sent:
 
 * a large host input (a constant holding a NumPy array, or a value computed locally) is
-  scattered once to the workers, straight from this process (``direct=True``: the scheduler
-  never holds the bytes), and the graph names its Future; the Future is cached for the client
+  scattered once to the workers, straight from this process (``cluster.direct``: the
+  scheduler never holds the bytes), and the graph names its Future; the Future is cached for the client
   by the array's content, so a later graph over the same array sends nothing again;
 * a persisted tensor (:class:`~hermes_nb.runtime.remote.Remote`) is named by its Future,
   so its value is read in place on the worker that holds it;
@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.ir.node import BORROWED, OpSpec
+from hermes_nb.runtime.cluster import direct
 from hermes_nb.runtime.lower import load_host_source, load_snapshot, run_op
 from hermes_nb.runtime.remote import Remote, fetched
 from hermes_nb.runtime.resident import Resident
@@ -102,7 +103,8 @@ class _Sends:
         return _Pending(key)
 
     def send(self) -> dict[str, Any]:
-        futures = self.client.scatter(self.values, direct=True) if self.values else {}
+        futures = self.client.scatter(self.values, direct=direct(self.client)) \
+            if self.values else {}
         with _lock:
             cache = _scattered.setdefault(self.client.id, {})
             for key, future in futures.items():

@@ -13,6 +13,7 @@ from typing import Any
 
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.runtime import cluster_reports
+from hermes_nb.runtime.cluster import direct
 from hermes_nb.runtime.cluster_devices import RESOURCE_PREFIX, ClusterDevice, split_address
 from hermes_nb.runtime.cluster_inventory import describe, setup
 from hermes_nb.runtime.coexec import tile_task
@@ -109,7 +110,7 @@ def cluster_get(client: Any, graph: dict[str, Any], keys: list[str], sync: bool 
         wait(futures)
         for w in waiting:
             w.wait()
-        return client.gather(futures) if sync else futures
+        return client.gather(futures, direct=direct(client)) if sync else futures
     finally:
         for r in run_ids:
             cluster_reports.done(r)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.errors import ClusterError
+from hermes_nb.runtime.cluster import direct
 from hermes_nb.runtime.resident import Resident
 
 
@@ -45,7 +46,7 @@ class Remote:
         """The value gathered into this process (host memory)."""
         client = self.future.client
         self.usable_by(client)
-        value = client.gather(self.future, direct=True)  # from its worker, not via the scheduler
+        value = client.gather(self.future, direct=direct(client))
         return value if isinstance(value, Resident) else Resident("cpu:0", np.asarray(value))
 
     def host(self) -> np.ndarray:

@@ -221,7 +221,9 @@ def connect(url: str, scheduler_port: int = 8786, *, dashboard_port: int | None 
     ``known_hosts=`` (a path); ``known_hosts=None`` turns the check off, which lets anyone
     on the network path impersonate the host — for throw-away test machines only.
     ``client_kwargs`` go to ``distributed.Client`` (it becomes the default client, so Hermes
-    graphs run on the remote workers). Failures raise ``ClusterError`` naming the URL.
+    graphs run on the remote workers). Only the scheduler is forwarded, so data moves
+    through it (``direct_to_workers=False`` unless given). Failures raise ``ClusterError``
+    naming the URL.
     """
     target = parse_url(url)
     for module in ("distributed", "asyncssh"):  # fail here, before logging in
@@ -248,6 +250,8 @@ def connect(url: str, scheduler_port: int = 8786, *, dashboard_port: int | None 
         loop.stop()
         raise
     connection = SSHConnection(target, loop, ssh, listeners)
+    # the workers' own addresses are the remote network's, which the tunnel does not reach
+    client_kwargs.setdefault("direct_to_workers", False)
     try:
         _connect_client(connection, scheduler_port, dashboard_port, timeout, client_kwargs)
     except BaseException:

@@ -39,13 +39,15 @@ def client() -> Iterator[distributed.Client]:
 # -- what the scheduler sees ---------------------------------------------------------------
 
 def _watch_scheduler(dask_scheduler: Any) -> None:
-    """Record the bytes of every graph and every scatter the scheduler receives."""
+    """Record the bytes of every graph and every scatter the scheduler receives, and how
+    many gathers it relays to a client."""
     from distributed.utils import nbytes
 
-    seen = dask_scheduler.hermes_test_bytes = {"graph": 0, "scatter": 0}
-    update, scatter = (dask_scheduler.stream_handlers["update-graph"],
-                       dask_scheduler.handlers["scatter"])
-    dask_scheduler.hermes_test_original = (update, scatter)
+    seen = dask_scheduler.hermes_test_bytes = {"graph": 0, "scatter": 0, "gather": 0}
+    update, scatter, gather = (dask_scheduler.stream_handlers["update-graph"],
+                               dask_scheduler.handlers["scatter"],
+                               dask_scheduler.handlers["gather"])
+    dask_scheduler.hermes_test_original = (update, scatter, gather)
 
     async def counted_update(*args: Any, expr_ser: Any = None, **kwargs: Any) -> Any:
         seen["graph"] += sum(nbytes(f) for f in [expr_ser.header, *expr_ser.frames])
@@ -57,14 +59,20 @@ def _watch_scheduler(dask_scheduler: Any) -> None:
         seen["scatter"] += sizeof(data)
         return await scatter(*args, data=data, **kwargs)
 
+    async def counted_gather(*args: Any, **kwargs: Any) -> Any:
+        seen["gather"] += 1
+        return await gather(*args, **kwargs)
+
     dask_scheduler.stream_handlers["update-graph"] = counted_update
     dask_scheduler.handlers["scatter"] = counted_scatter
+    dask_scheduler.handlers["gather"] = counted_gather
 
 
 def _unwatch_scheduler(dask_scheduler: Any) -> dict[str, int]:
-    update, scatter = dask_scheduler.hermes_test_original
+    update, scatter, gather = dask_scheduler.hermes_test_original
     dask_scheduler.stream_handlers["update-graph"] = update
     dask_scheduler.handlers["scatter"] = scatter
+    dask_scheduler.handlers["gather"] = gather
     return dict(dask_scheduler.hermes_test_bytes)
 
 
@@ -120,6 +128,37 @@ def test_a_large_input_goes_to_the_workers_not_through_the_scheduler(client) -> 
     assert len(held) == 1, f"the input should be on the cluster once, found {held}"
     del x
     gc.collect()  # the tensor is gone: its copy on the workers is released
+
+
+def test_results_come_straight_from_the_workers(client) -> None:
+    client.run_on_scheduler(_watch_scheduler)
+    try:
+        result = (hm.asarray(BIG[:8]) * 3.0).numpy()
+        (kept,) = hm.persist(hm.asarray(BIG[:8]) - 1.0)
+        read = kept.numpy()
+    finally:
+        seen = client.run_on_scheduler(_unwatch_scheduler)
+    assert seen["gather"] == 0, "a result was relayed through the scheduler"
+    np.testing.assert_array_equal(result, BIG[:8] * np.float32(3.0))
+    np.testing.assert_array_equal(read, BIG[:8] - np.float32(1.0))
+
+
+def test_a_client_that_cannot_reach_its_workers_moves_data_through_the_scheduler(
+        client) -> None:
+    with distributed.Client(client.scheduler.address, direct_to_workers=False,
+                            set_as_default=False) as indirect, indirect.as_current():
+        indirect.run_on_scheduler(_watch_scheduler)
+        try:
+            x = hm.asarray(BIG[8:16], copy=True)
+            result = (x * 3.0).numpy()
+            (kept,) = hm.persist(x - 1.0)
+            read = kept.numpy()
+        finally:
+            seen = indirect.run_on_scheduler(_unwatch_scheduler)
+    assert seen["scatter"] >= BIG[8:16].nbytes, "the input did not go through the scheduler"
+    assert seen["gather"] >= 2, "the results did not come through the scheduler"
+    np.testing.assert_array_equal(result, BIG[8:16] * np.float32(3.0))
+    np.testing.assert_array_equal(read, BIG[8:16] - np.float32(1.0))
 
 
 def test_a_changed_borrowed_array_is_sent_again(client) -> None:

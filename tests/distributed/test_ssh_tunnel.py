@@ -142,6 +142,10 @@ def test_graph_runs_on_the_remote_worker_through_the_tunnel(sshd: SSHServer, das
         assert set(client.run(os.getpid)) == workers
         remote = hm.devices(cluster=True)  # the remote workers' devices, asked through the tunnel
         assert {d.worker for d in remote} == workers and "cpu:0" in {d.id for d in remote}
+        # only the scheduler is forwarded: a large input and its result go through it
+        assert client.direct_to_workers is False
+        big = np.random.default_rng(3).random((512, 1024), dtype=np.float32)  # 2 MiB
+        np.testing.assert_array_equal((hm.asarray(big) - 0.5).numpy(), big - np.float32(0.5))
     with pytest.raises(ValueError):
         distributed.default_client()  # closing the connection closed its client
 
