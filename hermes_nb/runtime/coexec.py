@@ -9,7 +9,6 @@ is the one the single-device kernel gives.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,6 +19,7 @@ from hermes_nb.runtime import profile
 from hermes_nb.runtime.cluster_devices import bind
 from hermes_nb.runtime.cluster_reports import report
 from hermes_nb.runtime.resident import Resident
+from hermes_nb.runtime.timing import timed
 
 HOST = "cpu:0"
 MIN_ROWS_PER_TILE = 16
@@ -69,19 +69,19 @@ def tile_task(spec: OpSpec, node_rows: tuple[bool, ...], tile: Tile, halo: int, 
     device = bind(tile.device, tile_spec)
     tile_spec = replace(tile_spec, device=device.id)
 
-    def work() -> tuple[float, Any, float]:
+    def work() -> tuple[float, Any, float, profile.CompileRecorder]:
         # row slices of C-contiguous arrays are contiguous views: the host device reads
         # them in place, others get one upload
         buffers = [np.ascontiguousarray(a) if device.shares_host_cores and device.kind == "cpu"
                    else device.from_host(np.ascontiguousarray(a)) for a in arrays]
-        start = time.perf_counter()
-        out = device.execute(tile_spec, buffers)
-        device.synchronize()
-        return start, device.to_host(out), time.perf_counter()
+        start, out, end, built = timed(device, tile_spec, buffers)
+        return start, device.to_host(out), end, built
 
-    start, rows, end = device.run(work)
+    start, rows, end, built = device.run(work)
+    for event in built.events:  # a tile's builds are compile events, as a kernel's are
+        profile.record(run_id, event)
     run = profile.KernelRun(tile_spec.key, spec.op, device.id, start, end, None,
-                            "co-execution tile")
+                            "co-execution tile", compile_s=built.seconds)
     if not report(run_id, run, tile_spec, device.id):  # on a worker its client records it
         profile.record(run_id, run)
     return tile.start - lo, rows

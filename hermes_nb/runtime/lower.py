@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb.compiler.progress import recording
 from hermes_nb.errors import DeviceError, DeviceMemoryError
 from hermes_nb.ir.node import Node, OpSpec, is_borrowed, toposort
 from hermes_nb.ir.random import draw
@@ -25,6 +24,7 @@ from hermes_nb.runtime.coexec import lower_split
 from hermes_nb.runtime.placement import Placement
 from hermes_nb.runtime.remote import fetched, is_remote
 from hermes_nb.runtime.resident import Resident
+from hermes_nb.runtime.timing import timed
 from hermes_nb.scheduler import Decision, default_scheduler
 
 log = logging.getLogger("hermes_nb.runtime")
@@ -116,7 +116,7 @@ def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Reside
             buffers = [_moved(r, f"{spec.key} input {i}", device, run_id)
                        for i, r in enumerate(inputs)]
             estimate = decision.estimate_s if decision is not None else None
-            start, out, end, built = device.run(_timed, device, spec, buffers,
+            start, out, end, built = device.run(timed, device, spec, buffers,
                                                 estimate_s=estimate or 0.0)
         except Exception as exc:
             failures.append(f"{device.id}: {type(exc).__name__}: {exc}")
@@ -216,19 +216,6 @@ def _moved(value: Resident, label: str, device: Any, run_id: int) -> Any:
     nbytes = int(getattr(buffer, "nbytes", 0) or 0)
     profile.record(run_id, profile.TransferRun(label, value.device, device.id, start, end, nbytes))
     return buffer
-
-
-def _timed(device: Any, spec: OpSpec, buffers: list[Any]
-           ) -> tuple[float, Any, float, profile.CompileRecorder]:
-    """Run and synchronise on the device's thread, so the time is the kernel's own; the
-    builds the backends' caches ran meanwhile are recorded apart."""
-    built = profile.CompileRecorder(spec.key, spec.op, device.id)
-    with recording(built):
-        start = time.perf_counter()
-        out = device.execute(spec, buffers)
-        device.synchronize()
-        end = time.perf_counter()
-    return start, out, end, built
 
 
 def _as_device_error(spec: OpSpec, device: Any, exc: Exception) -> DeviceError:

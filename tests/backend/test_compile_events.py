@@ -172,3 +172,19 @@ def test_background_calibration_waits_while_the_process_is_busy(fresh_scheduler)
         sum(i * i for i in range(20000))
         assert explore.busy(), "calibration finished while the process was busy"
     assert explore.wait(120)  # idle again: it runs and completes
+
+
+@pytest.mark.skipif(len(hm.devices()) < 2, reason="co-execution needs two devices")
+def test_coexecuted_tiles_record_their_compiles(fresh_scheduler):
+    chain = _new_chain()
+    x = np.linspace(-1.0, 1.0, 2 * SIZE, dtype=np.float32)  # each tile above the JIT size
+    with hm.options(coexec="always"):
+        result = _apply(chain, hm.asarray(x)).numpy()
+    np.testing.assert_allclose(result, _apply(chain, x, numpy=True), rtol=2e-5, atol=2e-6)
+    profile = last_profile()
+    tiles = {k.key: k for k in profile.kernels if k.reason == "co-execution tile"}
+    assert len(tiles) == len(hm.devices()), profile.kernels
+    assert profile.compiles and {c.key for c in profile.compiles} <= set(tiles)
+    for key, tile in tiles.items():  # each tile's run time leaves out its own builds
+        builds = sum(c.seconds for c in profile.compiles if c.key == key)
+        assert tile.compile_s == pytest.approx(builds)
