@@ -56,7 +56,11 @@ def report(run_id: int, run: profile.KernelRun, spec: Any, device_id: str) -> bo
     worker = on_worker()
     if worker is None:
         return False
-    task = worker.state.tasks.get(worker.get_current_task())
+    try:
+        current = worker.get_current_task()
+    except KeyError:  # not a task's thread: Hermes called inside a task, on its own threads
+        return False
+    task = worker.state.tasks.get(current)
     where = (getattr(task, "annotations", None) or {}).get(ANNOTATION)
     if not where:
         return False

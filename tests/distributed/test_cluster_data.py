@@ -283,3 +283,17 @@ def test_views_of_one_array_each_keep_their_copy(client, monkeypatch) -> None:
     assert calls == [4], f"scatter calls and their sizes: {calls}"
     np.testing.assert_allclose([float(g) for g in got],
                                (frames.astype(np.float64) * 2).sum(axis=(1, 2)), rtol=1e-4)
+
+
+def _hermes_inside_a_task(x: np.ndarray) -> np.ndarray:
+    import hermes_nb as hm
+
+    # a graph new to this worker has no estimate, so its kernels run on Hermes's own threads
+    return (hm.exp(hm.asarray(x) * 0.25) + 1.0).sum(axis=1).numpy()
+
+
+def test_hermes_called_inside_a_dask_task(client) -> None:
+    x = RNG.random((64, 300), dtype=np.float32)
+    result = client.submit(_hermes_inside_a_task, x, pure=False).result()
+    expected = (np.exp(x.astype(np.float64) * 0.25) + 1.0).sum(axis=1)
+    np.testing.assert_allclose(result, expected, rtol=1e-5)
