@@ -51,6 +51,9 @@ class Peak:
 
 
 _memo: dict[str, Peak] = {}
+#: device id -> its peak, once known in this process (a report per cell reads it without
+#: working out the device's identity again)
+_by_id: dict[str, Peak] = {}
 _lock = threading.Lock()
 
 
@@ -173,12 +176,18 @@ def device_peaks(device_ids: Iterable[str], *, measure_missing: bool = True
 
     result: dict[str, Peak | None] = {}
     for device_id in device_ids:
+        known = _by_id.get(device_id)
+        if known is not None:
+            result[device_id] = known
+            continue
         try:
             device = get_device(device_id)
         except (ValueError, TypeError):
             result[device_id] = None
             continue
-        result[device_id] = _peak_of(device, measure_missing)
+        result[device_id] = peak = _peak_of(device, measure_missing)
+        if peak is not None and device_id == device.id:  # as read later: not measured
+            _by_id[device_id] = Peak(peak.device, *_figures(peak), peak.identity)
     return result
 
 
@@ -206,3 +215,4 @@ def forget() -> None:
     """Drop the figures read in this process (the file stays)."""
     with _lock:
         _memo.clear()
+        _by_id.clear()

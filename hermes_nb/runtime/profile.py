@@ -214,9 +214,11 @@ class Profile:
     def kernel_names(self) -> dict[str, str]:
         """Per kernel key: the name views and traces show ("edges: blur5+sobel"); a kernel
         the plan does not hold keeps its op."""
-        from hermes_nb.runtime.plan import kernel_names
+        if self._names is None:  # usually worked out during the run (the history names it)
+            from hermes_nb.runtime.plan import kernel_names
 
-        names = kernel_names(self.plan, self.variables)
+            self._names = kernel_names(self.plan, self.variables)
+        names = dict(self._names)
         for run in self.snapshot()[0]:
             names.setdefault(run.kernel, run.op)
         return names

@@ -72,22 +72,19 @@ class KernelRow:
     roofline: float | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        # frozen: the derived figures are set once here, as a plain dataclass init would
-        set_ = object.__setattr__
+        # frozen: the derived figures go straight into the instance's dict, once
         run_s, nbytes, flops, peak = self.run_s, self.nbytes, self.flops, self.peak
         gb = nbytes / run_s / 1e9 if nbytes and run_s > 0 else None
         gflop = flops / run_s / 1e9 if flops and run_s > 0 else None
-        set_(self, "gb_per_s", gb)
-        set_(self, "gflop_per_s", gflop)
-        if peak is None or not peak.gb_per_s or not nbytes:
-            return
-        bound, achieved, top = "memory", gb, peak.gb_per_s
-        if flops and peak.gflop_per_s and self.op in MATMULS:
-            ridge = peak.gflop_per_s / peak.gb_per_s  # FLOP per byte where the roofs meet
-            if flops / nbytes >= ridge:
-                bound, achieved, top = "compute", gflop, peak.gflop_per_s
-        set_(self, "bound", bound)
-        set_(self, "roofline", achieved / top if achieved is not None and top else None)
+        bound = roofline = None
+        if peak is not None and peak.gb_per_s and nbytes:
+            bound, achieved, top = "memory", gb, peak.gb_per_s
+            if flops and peak.gflop_per_s and self.op in MATMULS:
+                ridge = peak.gflop_per_s / peak.gb_per_s  # FLOP per byte where the roofs meet
+                if flops / nbytes >= ridge:
+                    bound, achieved, top = "compute", gflop, peak.gflop_per_s
+            roofline = achieved / top if achieved is not None and top else None
+        self.__dict__.update(gb_per_s=gb, gflop_per_s=gflop, bound=bound, roofline=roofline)
 
     @property
     def total_s(self) -> float:
@@ -372,5 +369,6 @@ def report(profile_or_run: Profile | Any | None = None, *, measure: bool = True,
     result = Report(wall, devices, no_device, kernels, _op_rows(kernels, wall),
                     _copy_rows(transfers, wall), _fusion(profile), dict(peaks))
     # the rules read the finished report; set on it once, before anyone else sees it
-    object.__setattr__(result, "suggestions", tuple(suggestions(result, profile)))
+    object.__setattr__(result, "suggestions",
+                       tuple(suggestions(result, profile, (runs, transfers))))
     return result

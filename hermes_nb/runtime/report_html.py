@@ -108,37 +108,25 @@ def _fusion_line(r: Report) -> str:
             f"{f.kernels_saved} kernel(s) and {_mb(f.bytes_saved)} avoided{unknown}")
 
 
-def _bar(d: object, wall: float) -> str:
-    spans = "".join(
-        f"<span style='width:{100 * s / wall:.2f}%;background:{color}' "
-        f"title='{name} {s * 1e3:.2f} ms'></span>"
-        for (name, color), s in zip(PARTS, _parts(d)) if wall > 0 and s > 0)
-    return f"<div class='bar'>{spans}</div>"
-
-
 _KEYS = "".join(f"<span class='key' style='background:{c}'></span>{n}" for n, c in PARTS)
-_DEVICES_HEAD = ("<table><thead><tr><th>device</th><th>wall time " + _KEYS + "</th>"
-                 "<th>compile</th><th>run</th><th>copies</th><th>idle</th><th>measured peak</th>"
-                 "</tr></thead><tbody>")
-
-
-def _devices(r: Report) -> str:
-    rows = [_DEVICES_HEAD]
-    for d in r.devices:
-        peak = r.peaks.get(d.device)
-        figures = ("peak unknown" if peak is None else
-                   f"{_rate(peak.gb_per_s, 'GB/s')}, {_rate(peak.gflop_per_s, 'GFLOP/s')}")
-        rows.append(f"<tr><td>{_static(d.device)}</td><td>{_bar(d, r.wall_s)}</td>"
-                    f"<td>{d.compile_s * 1e3:.2f} ms</td><td>{d.run_s * 1e3:.2f} ms</td>"
-                    f"<td>{d.copy_s * 1e3:.2f} ms</td><td>{d.idle_s * 1e3:.2f} ms</td>"
-                    f"<td>{_static(figures)}</td></tr>")
-    rows.append("</tbody></table>")
-    return "".join(rows)
-
-
-def _share(x: float) -> str:
-    return (f"<span class='share' style='width:{min(max(x, 0.0), 1.0) * 80:.1f}px'></span> "
-            f"{100 * x:.1f}%")
+_HEAD = f"<div class='hermes-report'><style>{CSS}</style>"
+_DEVICES_HEAD = ("</ul><h3>Wall time per device</h3><table><thead><tr><th>device</th>"
+                 f"<th>wall time {_KEYS}</th><th>compile</th><th>run</th><th>copies</th>"
+                 "<th>idle</th><th>measured peak</th></tr></thead><tbody>")
+_KERNELS_HEAD = ("</tbody></table><h3>Kernels by time</h3><table><thead><tr><th>kernel</th>"
+                 "<th>op</th><th>device</th><th>run ms</th><th>compile ms</th>"
+                 "<th>share of wall</th><th>read+written</th><th>GB/s</th><th>GFLOP/s</th>"
+                 "<th>roofline</th></tr></thead><tbody>")
+_OPS_HEAD = ("</tbody></table><h3>Ops by time</h3><table><thead><tr><th>op (before fusion)</th>"
+             "<th>count</th><th>in kernels</th><th>ms</th><th>share of wall</th></tr></thead>"
+             "<tbody>")
+_COPIES_HEAD = ("<table><thead><tr><th>copies</th><th>count</th><th>bytes</th><th>ms</th>"
+                "<th>GB/s</th><th>share of wall</th></tr></thead><tbody>")
+NOTE = (f"<p class='note'>{_e(IDLE_MEANS)}.<br>{_e(HOST_MEANS)}.<br>"
+        f"{_e(FLOPS_MEANS)} (marked *). A fused kernel's time is split evenly over "
+        "its ops. Peaks: a streaming add and a float32 matmul, measured once per device.</p>")
+#: a share of the wall time as a bar and a percentage, the last cell of a row
+_SHARE = "<span class='share' style='width:%.1fpx'></span> %.1f%%</td>"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -148,75 +136,76 @@ def _kernel_cells(key: str, name: str, op: str, devices: tuple[str, ...]) -> str
             f"<td>{_e(', '.join(devices))}</td>")
 
 
-_KERNELS_HEAD = ("<table><thead><tr><th>kernel</th><th>op</th><th>device</th><th>run ms</th>"
-                 "<th>compile ms</th><th>share of wall</th><th>read+written</th><th>GB/s</th>"
-                 "<th>GFLOP/s</th><th>roofline</th></tr></thead><tbody>")
-
-
-def _kernels(r: Report) -> str:
-    rows = [_KERNELS_HEAD]
-    for k in r.kernels[:TOP]:
-        gflop = k.gflop_per_s
-        rows.append(
-            f"{_kernel_cells(k.key, k.name, k.op, k.devices)}"
-            f"<td>{k.run_s * 1e3:.3f}</td><td>{k.compile_s * 1e3:.1f}</td><td>{_share(k.share)}</td>"
-            f"<td>{_mb(k.nbytes)}</td><td>{_rate(k.gb_per_s)}</td>"
-            f"<td>{_rate(gflop)}{'*' if gflop is not None and k.flops_estimated else ''}</td>"
-            f"<td>{_roof(k)}</td></tr>")  # _roof's words need no escaping
-    rows.append("</tbody></table>")
-    return "".join(rows)
-
-
 @functools.lru_cache(maxsize=1024)
 def _op_cells(op: str, count: int, kernels: tuple[str, ...]) -> str:
     """An op row's first cells, which stay the same from run to run."""
     return f"<tr><td>{_e(op)}</td><td>{count}</td><td>{_e(', '.join(kernels)[:80])}</td>"
 
 
-_OPS_HEAD = ("<table><thead><tr><th>op (before fusion)</th><th>count</th><th>in kernels</th>"
-             "<th>ms</th><th>share of wall</th></tr></thead><tbody>")
+def _device_rows(r: Report, out: list[str]) -> None:
+    wall = r.wall_s
+    for d in r.devices:
+        parts = _parts(d)
+        spans = "".join([f"<span style='width:{100 * s / wall:.2f}%;background:{color}' "
+                         f"title='{name} {s * 1e3:.2f} ms'></span>"
+                         for (name, color), s in zip(PARTS, parts) if wall > 0 and s > 0])
+        peak = r.peaks.get(d.device)
+        figures = ("peak unknown" if peak is None else
+                   f"{_rate(peak.gb_per_s, 'GB/s')}, {_rate(peak.gflop_per_s, 'GFLOP/s')}")
+        out.append(f"<tr><td>{_static(d.device)}</td><td><div class='bar'>{spans}</div></td>"
+                   f"<td>{1e3 * parts[0]:.2f} ms</td><td>{1e3 * parts[1]:.2f} ms</td>"
+                   f"<td>{1e3 * parts[2]:.2f} ms</td><td>{1e3 * parts[3]:.2f} ms</td>"
+                   f"<td>{_static(figures)}</td></tr>")
 
 
-def _ops(r: Report) -> str:
-    rows = [_OPS_HEAD]
-    rows += [f"{_op_cells(o.op, o.count, o.kernels)}<td>{o.seconds * 1e3:.3f}</td>"
-             f"<td>{_share(o.share)}</td></tr>" for o in r.ops[:TOP]]
-    rows.append("</tbody></table>")
-    return "".join(rows)
-
-
-def _copies(r: Report) -> str:
+def _table_rows(r: Report, out: list[str]) -> None:
+    """The kernel, op and copy rows, the share bars written through one format each."""
+    share = _SHARE
+    out.append(_KERNELS_HEAD)
+    for k in r.kernels[:TOP]:
+        gflop, x = k.gflop_per_s, k.share
+        out.append(f"{_kernel_cells(k.key, k.name, k.op, k.devices)}"
+                   f"<td>{k.run_s * 1e3:.3f}</td><td>{k.compile_s * 1e3:.1f}</td><td>"
+                   + share % (min(max(x, 0.0), 1.0) * 80, 100 * x)
+                   + f"<td>{_mb(k.nbytes)}</td><td>{_rate(k.gb_per_s)}</td><td>{_rate(gflop)}"
+                   f"{'*' if gflop is not None and k.flops_estimated else ''}</td>"
+                   f"<td>{_roof(k)}</td></tr>")  # _roof's words need no escaping
+    out.append(_OPS_HEAD)
+    for o in r.ops[:TOP]:
+        x = o.share
+        out.append(f"{_op_cells(o.op, o.count, o.kernels)}<td>{o.seconds * 1e3:.3f}</td><td>"
+                   + share % (min(max(x, 0.0), 1.0) * 80, 100 * x) + "</tr>")
+    out.append("</tbody></table><h3>Copies</h3>")
     if not r.copies:
-        return "<p class='note'>No copies between devices.</p>"
-    rows = "".join(
-        f"<tr><td>{_static(c.source)} → {_static(c.device)}</td><td>{c.count}</td>"
-        f"<td>{_mb(c.nbytes)}</td><td>{c.seconds * 1e3:.3f}</td><td>{_rate(c.gb_per_s, '')}"
-        f"</td><td>{_share(c.share)}</td></tr>" for c in r.copies)
-    return ("<table><thead><tr><th>copies</th><th>count</th><th>bytes</th><th>ms</th>"
-            f"<th>GB/s</th><th>share of wall</th></tr></thead><tbody>{rows}</tbody></table>")
-
-
-NOTE = (f"<p class='note'>{_e(IDLE_MEANS)}.<br>{_e(HOST_MEANS)}.<br>"
-        f"{_e(FLOPS_MEANS)} (marked *). A fused kernel's time is split evenly over "
-        "its ops. Peaks: a streaming add and a float32 matmul, measured once per device.</p>")
-
-
-_HEAD = f"<div class='hermes-report'><style>{CSS}</style>"
+        out.append("<p class='note'>No copies between devices.</p>")
+        return
+    out.append(_COPIES_HEAD)
+    for c in r.copies:
+        x = c.share
+        out.append(f"<tr><td>{_static(c.source)} → {_static(c.device)}</td><td>{c.count}</td>"
+                   f"<td>{_mb(c.nbytes)}</td><td>{c.seconds * 1e3:.3f}</td>"
+                   f"<td>{_rate(c.gb_per_s)}</td><td>"
+                   + share % (min(max(x, 0.0), 1.0) * 80, 100 * x) + "</tr>")
+    out.append("</tbody></table>")
 
 
 def fragment(r: Report) -> str:
-    """The report as a block of HTML for a notebook output (its style included)."""
-    advice = "".join([f"<li>{_e(s.text)}</li>" for s in r.suggestions]) or (
-        "<li>none: nothing stands out</li>")
-    fusion = f"<p>{_e(_fusion_line(r))}</p>" if r.fusion is not None else (
-        "<p class='note'>No plan kept for this run: fusion savings unknown.</p>")
-    return "".join((
-        _HEAD, f"<h3>Hotspot report: {len(r.kernels)} kernel(s) in {_ms(r.wall_s)}</h3>"
-        f"<p>compile {_ms(r.compile_s)} · run {_ms(r.run_s)} · copies {_ms(r.copy_s)} · "
-        f"no device busy {_ms(r.no_device_s)}</p><h3>Suggestions</h3><ul>", advice,
-        "</ul><h3>Wall time per device</h3>", _devices(r), "<h3>Kernels by time</h3>",
-        _kernels(r), "<h3>Ops by time</h3>", _ops(r), "<h3>Copies</h3>", _copies(r),
-        "<h3>What fusion saved</h3>", fusion, NOTE, "</div>"))
+    """The report as a block of HTML for a notebook output (its style included), built in
+    one list joined once."""
+    out = [_HEAD, f"<h3>Hotspot report: {len(r.kernels)} kernel(s) in {_ms(r.wall_s)}</h3>"
+           f"<p>compile {_ms(r.compile_s)} · run {_ms(r.run_s)} · copies {_ms(r.copy_s)} · "
+           f"no device busy {_ms(r.no_device_s)}</p><h3>Suggestions</h3><ul>"]
+    out += [f"<li>{_e(s.text)}</li>" for s in r.suggestions] or [
+        "<li>none: nothing stands out</li>"]
+    out.append(_DEVICES_HEAD)
+    _device_rows(r, out)
+    _table_rows(r, out)
+    out.append(f"<h3>What fusion saved</h3><p>{_e(_fusion_line(r))}</p>" if r.fusion is not None
+               else "<h3>What fusion saved</h3><p class='note'>No plan kept for this run: "
+               "fusion savings unknown.</p>")
+    out.append(NOTE)
+    out.append("</div>")
+    return "".join(out)
 
 
 def document(r: Report) -> str:

@@ -102,27 +102,36 @@ def _overlap(intervals: list[tuple[float, float]], a: float, b: float) -> float:
     return sum(max(0.0, min(e, b) - max(s, a)) for s, e in intervals)
 
 
-def waits(profile: Profile) -> list[tuple[KernelRun, str, float]]:
+def waits(profile: Profile, events: tuple[list[KernelRun], list[Any]] | None = None
+          ) -> list[tuple[KernelRun, str, float]]:
     """Kernels that waited for their device: (run, an idle device it could have run on, the
     wait in seconds), the wait being from its inputs' kernels' end (the run's start for
-    none) to its start, less copies to its device meanwhile."""
+    none) to its start, less copies to its device meanwhile. ``events``: the profile's
+    ``snapshot()`` where the caller has taken one."""
     if profile.plan is None:
         return []
     planned = {k.name: k for k in profile.plan.kernels if len(k.estimates) > 1}
     if not planned:  # no kernel had another device to go to
         return []
-    kernels, transfers = profile.snapshot()
+    kernels, transfers = events if events is not None else profile.snapshot()
     ends: dict[str, float] = {}
     for k in kernels:
-        ends[k.kernel] = max(ends.get(k.kernel, 0.0), k.end)
+        key = k.kernel
+        ends[key] = max(ends.get(key, 0.0), k.end)
+    waited = []
+    for run in kernels:
+        plan = planned.get(run.key)  # a tile's key names no planned kernel
+        if plan is None:
+            continue
+        ready = max([ends[i] for i in plan.inputs if i in ends], default=profile.started)
+        if run.start - ready >= WAIT_MIN_S:  # copies meanwhile only shorten it
+            waited.append((run, plan, ready))
+    if not waited:
+        return []
     copies = _intervals(transfers)
     busy = _intervals([*kernels, *transfers])
     found = []
-    for run in kernels:
-        plan = planned.get(run.kernel)
-        if plan is None or run.is_tile:
-            continue
-        ready = max([ends[i] for i in plan.inputs if i in ends], default=profile.started)
+    for run, plan, ready in waited:
         wait = run.start - ready - _overlap(copies.get(run.device, []), ready, run.start)
         if wait < WAIT_MIN_S:
             continue
@@ -133,9 +142,9 @@ def waits(profile: Profile) -> list[tuple[KernelRun, str, float]]:
     return found
 
 
-def _waiting(report: Report, profile: Profile) -> Iterator[Suggestion]:
+def _waiting(report: Report, profile: Profile, events: Any) -> Iterator[Suggestion]:
     by_pair: dict[tuple[str, str], list[float]] = {}
-    for run, idle, wait in waits(profile):
+    for run, idle, wait in waits(profile, events):
         by_pair.setdefault((run.device, idle), []).append(wait)
     for (device, idle), found in by_pair.items():
         share = sum(found) / report.wall_s if report.wall_s > 0 else 0.0
@@ -146,7 +155,8 @@ def _waiting(report: Report, profile: Profile) -> Iterator[Suggestion]:
                              "scheduler spread them (policy 'auto')", share)
 
 
-def suggestions(report: Report, profile: Profile) -> list[Suggestion]:
-    """Every rule's suggestions, the costliest kinds first."""
-    return [*_copies(report), *_compile(report), *_waiting(report, profile),
+def suggestions(report: Report, profile: Profile, events: Any = None) -> list[Suggestion]:
+    """Every rule's suggestions, the costliest kinds first (``events``: the profile's
+    ``snapshot()`` where the caller has taken one)."""
+    return [*_copies(report), *_compile(report), *_waiting(report, profile, events),
             *_no_device(report), *_peaks(report)]
