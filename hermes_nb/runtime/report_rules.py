@@ -105,9 +105,11 @@ def _overlap(intervals: list[tuple[float, float]], a: float, b: float) -> float:
 def waits(profile: Profile, events: tuple[list[KernelRun], list[Any]] | None = None
           ) -> list[tuple[KernelRun, str, float]]:
     """Kernels that waited for their device: (run, an idle device it could have run on, the
-    wait in seconds), the wait being from its inputs' kernels' end (the run's start for
-    none) to its start, less copies to its device meanwhile. ``events``: the profile's
-    ``snapshot()`` where the caller has taken one."""
+    wait in seconds), the wait being the part of the time from its inputs' kernels' end (the
+    run's start for none) to its start when its device ran other kernels. A kernel that
+    started late while its device was idle (the host still planning, its inputs still being
+    copied) did not wait for it. ``events``: the profile's ``snapshot()`` where the caller
+    has taken one."""
     if profile.plan is None:
         return []
     planned = {k.name: k for k in profile.plan.kernels if len(k.estimates) > 1}
@@ -124,15 +126,16 @@ def waits(profile: Profile, events: tuple[list[KernelRun], list[Any]] | None = N
         if plan is None:
             continue
         ready = max([ends[i] for i in plan.inputs if i in ends], default=profile.started)
-        if run.start - ready >= WAIT_MIN_S:  # copies meanwhile only shorten it
+        if run.start - ready >= WAIT_MIN_S:  # the most it can have waited
             waited.append((run, plan, ready))
     if not waited:
         return []
-    copies = _intervals(transfers)
+    ran = _intervals(kernels)
     busy = _intervals([*kernels, *transfers])
     found = []
     for run, plan, ready in waited:
-        wait = run.start - ready - _overlap(copies.get(run.device, []), ready, run.start)
+        others = [i for i in ran[run.device] if i != (run.start, run.end)]
+        wait = _overlap(others, ready, run.start)
         if wait < WAIT_MIN_S:
             continue
         idle = [d for d in plan.estimates if d != run.device

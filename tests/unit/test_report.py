@@ -209,6 +209,17 @@ def test_waiting_suggestion() -> None:
     assert "waiting" not in _kinds(report(busy, peaks={}))
 
 
+def test_a_late_start_on_an_idle_device_is_no_wait() -> None:
+    """A kernel that starts late while its device runs nothing (the host was planning, as
+    the no-device rule says) did not wait for its device: no advice to move it."""
+    est = {"opencl:0": 0.1, "cpu:0": 0.2}
+    plan = Plan([_kernel("hermes-a-1", "opencl:0", MB, estimates=est)])
+    p = Profile(started=0.0, finished=0.4, plan=plan, work=RunWork())
+    p.add(_run("hermes-a-1", "opencl:0", 0.3, 0.4))
+    assert report_rules.waits(p) == []
+    assert _kinds(report(p, peaks={})) == ["no-device"]
+
+
 def test_no_suggestion_below_any_threshold() -> None:
     p = _one_kernel(0.99, 50 * 10**9)
     r = report(p, peaks={"cpu:0": Peak("cpu:0", 100.0, None)})
