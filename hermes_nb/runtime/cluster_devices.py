@@ -46,6 +46,7 @@ class ClusterDevice:
     kind: str
     stable_id: str  # names the hardware: "opencl:<platform>|<device>|<driver>", "cuda:<PCI bus id>"
     dtypes: tuple[str, ...] = _DTYPES
+    shares_host_memory: bool = False  # computes in host memory: moving data to it is free
 
     @property
     def address(self) -> str:
@@ -127,7 +128,8 @@ def _cuda_bus_id(index: int) -> str:
 def inventory(worker: str = "") -> list[ClusterDevice]:
     """This process's offered devices, as a worker at ``worker`` publishes them."""
     return [ClusterDevice(worker, local_host(), d.id, d.name, d.kind, stable_id(d),
-                          tuple(t for t in _DTYPES if d.supports(np.dtype(t))))
+                          tuple(t for t in _DTYPES if d.supports(np.dtype(t))),
+                          bool(getattr(d, "shares_host_memory", False)))
             for d in offered_devices()]
 
 

@@ -62,6 +62,7 @@ class Candidate:
     hosts: frozenset[str]
     fused_ops: frozenset[str]
     dtypes: frozenset[str]
+    shares_host_memory: bool = False  # on every worker that has it
 
     def capable(self, node: Node) -> bool:
         """Whether it runs ``node``: its fused kind and its dtypes."""
@@ -125,7 +126,8 @@ def _group(found: list[ClusterDevice]) -> ClusterView:
         dtypes = frozenset.intersection(*(frozenset(d.dtypes) for d in members))
         candidates.append(Candidate(first.id if same_id else first.address, model, first.kind,
                                     workers, frozenset(d.host for d in members),
-                                    fused_ops_of_kind(first.kind), dtypes))
+                                    fused_ops_of_kind(first.kind), dtypes,
+                                    all(d.shares_host_memory for d in members)))
     holders = {c.id: c.workers for c in candidates}
     for d in found:
         holders.setdefault(d.address, frozenset({d.worker}))

@@ -161,7 +161,9 @@ def place_on_cluster(outputs: list[Node], cluster: ClusterView, *,
     here = devices()
     _measure_links(scheduler, here)  # the client's hardware: its workers' links are alike
     for c in cluster.candidates:
-        if c.kind == "cpu":  # host memory wherever it is
+        # host memory wherever it is (a worker's PoCL too, as its inventory says): no copy
+        # is charged; other worker-only devices keep the default link figures
+        if c.kind == "cpu" or c.shares_host_memory:
             scheduler.transfers.set_shares_host_memory(c.model, True)
     local = {d.id for d in here}
     model_of = {c.id: c.model for c in cluster.candidates}

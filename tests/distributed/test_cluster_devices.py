@@ -239,6 +239,10 @@ CLIENT_AUTO = textwrap.dedent("""
             scheduler.observe(kernel, "cpu:0", 1.0)
         np.testing.assert_allclose(chain().numpy(), expected, rtol=1e-5, atol=1e-6)
         print("auto ran", [k.device for k in last_profile().kernels])
+        # what the worker's inventory says of its PoCL, and so what placement charged for
+        # moving data there
+        print("host memory", opencl.shares_host_memory,
+              scheduler.transfers.in_host_memory(opencl.model))
         with hm.device("opencl:0"):
             pinned = chain()
         np.testing.assert_allclose(pinned.numpy(), expected, rtol=1e-5, atol=1e-6)
@@ -253,6 +257,8 @@ CLIENT_AUTO = textwrap.dedent("""
 def test_unpinned_kernels_go_to_a_device_only_the_workers_have(cluster, workers, tmp_path, _) -> None:
     done = _client_without_opencl(CLIENT_AUTO, cluster, tmp_path)
     there = f"{workers['full']}/opencl:0"
+    shares = next(d for d in hm.devices() if d.id == "opencl:0").shares_host_memory
+    assert f"host memory {shares} {shares}" in done.stdout, done.stdout
     assert f"auto ran ['{there}']" in done.stdout, done.stdout  # one fused kernel, there
     assert f"pinned ran ['{there}']" in done.stdout, done.stdout  # fused for it too
     assert f"to ran ['{there}']" in done.stdout, done.stdout
