@@ -32,7 +32,10 @@ class LoadCounters:
         self._backlog_s = 0.0
         self._started_at: float | None = None
         self._running_estimate = 0.0
-        self._intervals: deque[tuple[float, float]] = deque(maxlen=4096)
+        # finished runs of the last WINDOW_S, in order (a device runs one kernel at a time),
+        # and their total, so a snapshot costs the same however many kernels ran
+        self._intervals: deque[tuple[float, float]] = deque()
+        self._busy_total = 0.0
         self._completed = 0
 
     def submitted(self, estimate_s: float) -> None:
@@ -51,19 +54,29 @@ class LoadCounters:
         with self._lock:
             if self._started_at is not None:
                 self._intervals.append((self._started_at, now))
-            while self._intervals and self._intervals[0][1] <= now - WINDOW_S:
-                self._intervals.popleft()  # outside the window: snapshots skip them anyway
+                self._busy_total += now - self._started_at
+            self._forget_before(now - WINDOW_S)
             self._started_at = None
             self._running_estimate = 0.0
             self._queued -= 1
             self._completed += 1
 
+    def _forget_before(self, since: float) -> None:
+        """Drop the runs that ended before ``since`` (under the lock)."""
+        while self._intervals and self._intervals[0][1] <= since:
+            start, end = self._intervals.popleft()
+            self._busy_total -= end - start
+        if not self._intervals:
+            self._busy_total = 0.0  # no rounding left over
+
     def snapshot(self, device: str, memory_in_use: int) -> LoadSnapshot:
         now = time.perf_counter()
         since = now - WINDOW_S
         with self._lock:
-            busy = sum(min(end, now) - max(start, since)
-                       for start, end in self._intervals if end > since)
+            self._forget_before(since)
+            busy = self._busy_total  # less the part of the oldest run before the window
+            if self._intervals:
+                busy -= max(0.0, since - self._intervals[0][0])
             remaining = 0.0
             if self._started_at is not None:
                 busy += now - max(self._started_at, since)
