@@ -103,6 +103,7 @@ def facts(bandwidth: bool = True) -> dict[str, Any]:
         "cpu_family": cpu.get("CPU family", "?"),
         "cpu_model_number": cpu.get("Model", "?"),
         "vector_extensions": vector_extensions(),
+        "avx512": "avx512f" in vector_extensions(),
         "cores": os.cpu_count(),
         "numpy": np.__version__,
         "numba": numba.__version__,
@@ -117,7 +118,8 @@ def describe(machine: dict[str, Any]) -> list[str]:
     """The facts as a few printable lines."""
     lines = [f"CPU: {machine['cpu_model']} (family {machine['cpu_family']}, "
              f"model {machine['cpu_model_number']}), {machine['cores']} cores",
-             f"vector extensions: {' '.join(machine['vector_extensions']) or 'none found'}",
+             f"AVX-512: {'yes' if machine.get('avx512') else 'no'}; vector extensions: "
+             f"{' '.join(machine['vector_extensions']) or 'none found'}",
              f"NumPy {machine['numpy']}, Numba {machine['numba']}"]
     for d in machine["devices"]:
         driver = f", {d['driver']}" if "driver" in d else ""

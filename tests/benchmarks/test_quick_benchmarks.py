@@ -68,3 +68,25 @@ def test_notebook_benchmark_runs(tmp_path):
     assert figures["monitor"]["updates_per_s"] > 0 and figures["monitor"]["core_percent"] >= 0
     assert "overhead" in proc.stdout and "% of one core" in proc.stdout
     assert figures["magic"]["report_ms"] > 0 and "%%hermes --report" in proc.stdout
+    # what the report adds, per clock, and the machine it was measured on
+    assert {"report_added_wall_us", "report_added_cpu_percent",
+            "report_added_thread_us", "report_inside_us"} <= set(figures["magic"])
+    assert "AVX-512" in proc.stdout and figures["machine"]["cores"] >= 1
+
+
+@pytest.mark.timeout(600)
+def test_log_overhead_benchmark_runs(tmp_path):
+    out = tmp_path / "log.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.log_overhead", "--size", "64", "--rounds", "6",
+         "--json", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    figures = json.loads(out.read_text())["log"]
+    assert figures["kernels"] == 5 and figures["rounds"] == 6
+    for clock in ("wall", "cpu", "thread"):
+        assert figures[clock]["off_ms"] > 0 and figures[clock]["ratio"] > 0
+        low, high = figures[clock]["interval_us"]
+        assert low <= figures[clock]["added_us"] <= high
+    assert figures["per_run_buffer_us"] > 0 and "ratio" in proc.stdout and "AVX-512" in proc.stdout
