@@ -73,22 +73,41 @@ class KernelRow:
 
     def __post_init__(self) -> None:
         # frozen: the derived figures go straight into the instance's dict, once
-        run_s, nbytes, flops, peak = self.run_s, self.nbytes, self.flops, self.peak
-        gb = nbytes / run_s / 1e9 if nbytes and run_s > 0 else None
-        gflop = flops / run_s / 1e9 if flops and run_s > 0 else None
-        bound = roofline = None
-        if peak is not None and peak.gb_per_s and nbytes:
-            bound, achieved, top = "memory", gb, peak.gb_per_s
-            if flops and peak.gflop_per_s and self.op in MATMULS:
-                ridge = peak.gflop_per_s / peak.gb_per_s  # FLOP per byte where the roofs meet
-                if flops / nbytes >= ridge:
-                    bound, achieved, top = "compute", gflop, peak.gflop_per_s
-            roofline = achieved / top if achieved is not None and top else None
-        self.__dict__.update(gb_per_s=gb, gflop_per_s=gflop, bound=bound, roofline=roofline)
+        self.__dict__.update(_rates(self.op, self.run_s, self.nbytes, self.flops, self.peak))
 
     @property
     def total_s(self) -> float:
         return self.run_s + self.compile_s
+
+
+def _rates(op: str, run_s: float, nbytes: int | None, flops: float | None,
+           peak: Peak | None) -> dict[str, Any]:
+    """A kernel row's GB/s and GFLOP/s, the peak that bounds it and the fraction of it
+    reached."""
+    gb = nbytes / run_s / 1e9 if nbytes and run_s > 0 else None
+    gflop = flops / run_s / 1e9 if flops and run_s > 0 else None
+    bound = roofline = None
+    if peak is not None and peak.gb_per_s and nbytes:
+        bound, achieved, top = "memory", gb, peak.gb_per_s
+        if flops and peak.gflop_per_s and op in MATMULS:
+            ridge = peak.gflop_per_s / peak.gb_per_s  # FLOP per byte where the roofs meet
+            if flops / nbytes >= ridge:
+                bound, achieved, top = "compute", gflop, peak.gflop_per_s
+        roofline = achieved / top if achieved is not None and top else None
+    return {"gb_per_s": gb, "gflop_per_s": gflop, "bound": bound, "roofline": roofline}
+
+
+_new = object.__new__
+
+
+def _make(cls: type, values: dict[str, Any]) -> Any:
+    """An instance of the frozen dataclass ``cls`` holding ``values`` (every field), made
+    without its ``__init__``, which sets each field through ``object.__setattr__``: a
+    report makes a dozen rows per cell, and that way of setting them was a tenth of its
+    time."""
+    row = _new(cls)
+    row.__dict__.update(values)
+    return row
 
 
 @dataclass(frozen=True)
@@ -207,7 +226,9 @@ def _device_times(kernels: list[Any], transfers: list[Any], compiles: list[Any],
                 sums[device], busy[device] = [0.0, 0.0, 0.0], []
             busy[device].append((event.start, event.end))
             sums[device][part] += event.seconds
-    rows = tuple(DeviceTime(d, wall, *s, _union(busy[d])) for d, s in sums.items())
+    rows = tuple(_make(DeviceTime, {"device": d, "wall_s": wall, "compile_s": s[0], "run_s": s[1],
+                                    "copy_s": s[2], "busy_s": _union(busy[d])})
+                 for d, s in sums.items())
     return rows, max(wall - _union([i for b in busy.values() for i in b]), 0.0)
 
 
@@ -236,14 +257,17 @@ def _kernel_rows(profile: Profile, kernels: list[Any], wall: float,
             devices = tuple(dict.fromkeys(r.device for r in group))
             run_s, compile_s = sum(r.seconds for r in group), sum(r.compile_s for r in group)
         planned, counted = plan.get(key), flops.get(key)
-        rows.append(KernelRow(
-            key, names.get(key, key), group[0].op, devices, run_s, compile_s,
-            (run_s + compile_s) / wall if wall > 0 else 0.0,
-            planned.bytes_moved if planned is not None else None,
-            counted.count if counted is not None else None,
-            counted.estimated if counted is not None else True,
-            planned.members if planned is not None else (key,),
-            peaks.get(devices[0]) if len(devices) == 1 else None))
+        nbytes = planned.bytes_moved if planned is not None else None
+        count = counted.count if counted is not None else None
+        peak = peaks.get(devices[0]) if len(devices) == 1 else None
+        op = group[0].op
+        rows.append(_make(KernelRow, {
+            "key": key, "name": names.get(key, key), "op": op, "devices": devices,
+            "run_s": run_s, "compile_s": compile_s,
+            "share": (run_s + compile_s) / wall if wall > 0 else 0.0, "nbytes": nbytes,
+            "flops": count, "flops_estimated": counted.estimated if counted is not None else True,
+            "members": planned.members if planned is not None else (key,), "peak": peak,
+            **_rates(op, run_s, nbytes, count, peak)}))
     rows.sort(key=lambda r: -r.total_s)
     return tuple(rows)
 
@@ -276,7 +300,8 @@ def _op_rows(kernels: tuple[KernelRow, ...], wall: float) -> tuple[OpRow, ...]:
             if k.name not in row[1]:
                 row[1].append(k.name)
             row[2] += each
-    rows = [OpRow(op, n, tuple(ks), s, s / wall if wall > 0 else 0.0)
+    rows = [_make(OpRow, {"op": op, "count": n, "kernels": tuple(ks), "seconds": s,
+                          "share": s / wall if wall > 0 else 0.0})
             for op, (n, ks, s) in ops.items()]
     rows.sort(key=lambda r: -r.seconds)
     return tuple(rows)
@@ -289,7 +314,8 @@ def _copy_rows(transfers: list[Any], wall: float) -> tuple[CopyRow, ...]:
         row[0] += 1
         row[1] += t.nbytes
         row[2] += t.end - t.start
-    rows = [CopyRow(s, d, int(n), int(b), sec, sec / wall if wall > 0 else 0.0)
+    rows = [_make(CopyRow, {"source": s, "device": d, "count": int(n), "nbytes": int(b),
+                            "seconds": sec, "share": sec / wall if wall > 0 else 0.0})
             for (s, d), (n, b, sec) in pairs.items()]
     rows.sort(key=lambda r: -r.seconds)
     return tuple(rows)
@@ -366,9 +392,10 @@ def report(profile_or_run: Profile | Any | None = None, *, measure: bool = True,
         peaks = (device_peaks(used, measure_missing=not running()) if measure
                  else {d: None for d in used})
     kernels = _kernel_rows(profile, runs, wall, peaks)
-    result = Report(wall, devices, no_device, kernels, _op_rows(kernels, wall),
-                    _copy_rows(transfers, wall), _fusion(profile), dict(peaks))
+    result = _make(Report, {
+        "wall_s": wall, "devices": devices, "no_device_s": no_device, "kernels": kernels,
+        "ops": _op_rows(kernels, wall), "copies": _copy_rows(transfers, wall),
+        "fusion": _fusion(profile), "peaks": dict(peaks), "suggestions": (), "waits": {}})
     # the rules read the finished report; set on it once, before anyone else sees it
-    object.__setattr__(result, "suggestions",
-                       tuple(suggestions(result, profile, (runs, transfers))))
+    result.__dict__["suggestions"] = tuple(suggestions(result, profile, (runs, transfers)))
     return result
