@@ -125,8 +125,19 @@ _COPIES_HEAD = ("<table><thead><tr><th>copies</th><th>count</th><th>bytes</th><t
 NOTE = (f"<p class='note'>{_e(IDLE_MEANS)}.<br>{_e(HOST_MEANS)}.<br>"
         f"{_e(FLOPS_MEANS)} (marked *). A fused kernel's time is split evenly over "
         "its ops. Peaks: a streaming add and a float32 matmul, measured once per device.</p>")
-#: a share of the wall time as a bar and a percentage, the last cell of a row
+# the rows are %-templates: one format call writes a row's figures straight into it,
+# without a string per figure (a report renders after every %%hermes --report cell)
+_TOP = ("<h3>Hotspot report: %d kernel(s) in %.2f ms</h3><p>compile %.2f ms · run %.2f ms · "
+        "copies %.2f ms · no device busy %.2f ms</p><h3>Suggestions</h3><ul>")
+_SPAN = "<span style='width:%.2f%%;background:%s' title='%s %.2f ms'></span>"
+_DEVICE_ROW = ("<tr><td>%s</td><td><div class='bar'>%s</div></td><td>%.2f ms</td>"
+               "<td>%.2f ms</td><td>%.2f ms</td><td>%.2f ms</td><td>%s</td></tr>")
 _SHARE = "<span class='share' style='width:%.1fpx'></span> %.1f%%</td>"
+_KERNEL_ROW = ("<td>%.3f</td><td>%.1f</td><td>" + _SHARE
+               + "<td>%s</td><td>%s</td><td>%s%s</td><td>%s</td></tr>")
+_OP_ROW = "<td>%.3f</td><td>" + _SHARE + "</tr>"
+_COPY_ROW = ("<tr><td>%s → %s</td><td>%d</td><td>%s</td><td>%.3f</td><td>%s</td><td>"
+             + _SHARE + "</tr>")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -146,35 +157,30 @@ def _device_rows(r: Report, out: list[str]) -> None:
     wall = r.wall_s
     for d in r.devices:
         parts = _parts(d)
-        spans = "".join([f"<span style='width:{100 * s / wall:.2f}%;background:{color}' "
-                         f"title='{name} {s * 1e3:.2f} ms'></span>"
+        spans = "".join([_SPAN % (100 * s / wall, color, name, 1e3 * s)
                          for (name, color), s in zip(PARTS, parts) if wall > 0 and s > 0])
         peak = r.peaks.get(d.device)
         figures = ("peak unknown" if peak is None else
                    f"{_rate(peak.gb_per_s, 'GB/s')}, {_rate(peak.gflop_per_s, 'GFLOP/s')}")
-        out.append(f"<tr><td>{_static(d.device)}</td><td><div class='bar'>{spans}</div></td>"
-                   f"<td>{1e3 * parts[0]:.2f} ms</td><td>{1e3 * parts[1]:.2f} ms</td>"
-                   f"<td>{1e3 * parts[2]:.2f} ms</td><td>{1e3 * parts[3]:.2f} ms</td>"
-                   f"<td>{_static(figures)}</td></tr>")
+        out.append(_DEVICE_ROW % (_static(d.device), spans, 1e3 * parts[0], 1e3 * parts[1],
+                                  1e3 * parts[2], 1e3 * parts[3], _static(figures)))
 
 
 def _table_rows(r: Report, out: list[str]) -> None:
-    """The kernel, op and copy rows, the share bars written through one format each."""
-    share = _SHARE
+    """The kernel, op and copy rows."""
     out.append(_KERNELS_HEAD)
     for k in r.kernels[:TOP]:
         gflop, x = k.gflop_per_s, k.share
-        out.append(f"{_kernel_cells(k.key, k.name, k.op, k.devices)}"
-                   f"<td>{k.run_s * 1e3:.3f}</td><td>{k.compile_s * 1e3:.1f}</td><td>"
-                   + share % (min(max(x, 0.0), 1.0) * 80, 100 * x)
-                   + f"<td>{_mb(k.nbytes)}</td><td>{_rate(k.gb_per_s)}</td><td>{_rate(gflop)}"
-                   f"{'*' if gflop is not None and k.flops_estimated else ''}</td>"
-                   f"<td>{_roof(k)}</td></tr>")  # _roof's words need no escaping
+        out.append(_kernel_cells(k.key, k.name, k.op, k.devices) + _KERNEL_ROW % (
+            1e3 * k.run_s, 1e3 * k.compile_s, min(max(x, 0.0), 1.0) * 80, 100 * x,
+            _mb(k.nbytes), _rate(k.gb_per_s), _rate(gflop),
+            "*" if gflop is not None and k.flops_estimated else "",
+            _roof(k)))  # _roof's words need no escaping
     out.append(_OPS_HEAD)
     for o in r.ops[:TOP]:
         x = o.share
-        out.append(f"{_op_cells(o.op, o.count, o.kernels)}<td>{o.seconds * 1e3:.3f}</td><td>"
-                   + share % (min(max(x, 0.0), 1.0) * 80, 100 * x) + "</tr>")
+        out.append(_op_cells(o.op, o.count, o.kernels)
+                   + _OP_ROW % (1e3 * o.seconds, min(max(x, 0.0), 1.0) * 80, 100 * x))
     out.append("</tbody></table><h3>Copies</h3>")
     if not r.copies:
         out.append("<p class='note'>No copies between devices.</p>")
@@ -182,19 +188,17 @@ def _table_rows(r: Report, out: list[str]) -> None:
     out.append(_COPIES_HEAD)
     for c in r.copies:
         x = c.share
-        out.append(f"<tr><td>{_static(c.source)} → {_static(c.device)}</td><td>{c.count}</td>"
-                   f"<td>{_mb(c.nbytes)}</td><td>{c.seconds * 1e3:.3f}</td>"
-                   f"<td>{_rate(c.gb_per_s)}</td><td>"
-                   + share % (min(max(x, 0.0), 1.0) * 80, 100 * x) + "</tr>")
+        out.append(_COPY_ROW % (_static(c.source), _static(c.device), c.count, _mb(c.nbytes),
+                                1e3 * c.seconds, _rate(c.gb_per_s),
+                                min(max(x, 0.0), 1.0) * 80, 100 * x))
     out.append("</tbody></table>")
 
 
 def fragment(r: Report) -> str:
     """The report as a block of HTML for a notebook output (its style included), built in
     one list joined once."""
-    out = [_HEAD, f"<h3>Hotspot report: {len(r.kernels)} kernel(s) in {_ms(r.wall_s)}</h3>"
-           f"<p>compile {_ms(r.compile_s)} · run {_ms(r.run_s)} · copies {_ms(r.copy_s)} · "
-           f"no device busy {_ms(r.no_device_s)}</p><h3>Suggestions</h3><ul>"]
+    out = [_HEAD, _TOP % (len(r.kernels), 1e3 * r.wall_s, 1e3 * r.compile_s, 1e3 * r.run_s,
+                          1e3 * r.copy_s, 1e3 * r.no_device_s)]
     out += [f"<li>{_e(s.text)}</li>" for s in r.suggestions] or [
         "<li>none: nothing stands out</li>"]
     out.append(_DEVICES_HEAD)
