@@ -15,7 +15,8 @@ export const HERMES_VIEW_RANK = -20;
 const PATIENCE_MS = 30_000;
 
 interface IHermesView {
-  doc_json: string; // a string: a saved notebook sorts object keys, BokehJS needs their order
+  // a Bokeh plot's document; absent for a widget that saved a picture of itself in text/html
+  doc_json?: string; // a string: a saved notebook sorts object keys, BokehJS needs their order
   root_id: string;
   model_id: string;
   classes: string[];
@@ -60,9 +61,26 @@ export class HermesViewRenderer extends Widget implements IRenderMime.IRenderer 
     if (live !== null) {
       (this.layout as PanelLayout).addWidget(live);
       await live.renderModel(model);
+    } else if (view.doc_json === undefined) {
+      await this._renderSnapshot(model, view);
     } else {
-      await this._renderStatic(view, hasBokeh);
+      await this._renderStatic(view, view.doc_json, hasBokeh);
     }
+  }
+
+  // the picture a widget left of itself: its text/html, rendered (and sanitized for an
+  // untrusted notebook) by JupyterLab's own HTML renderer
+  private async _renderSnapshot(model: IRenderMime.IMimeModel, view: IHermesView): Promise<void> {
+    this.addClass('hermes-static-view');
+    view.classes.forEach(c => this.addClass(c));
+    const caption = document.createElement('div');
+    caption.className = 'hermes-static-caption';
+    caption.textContent = 'saved picture: run the cell for a live widget';
+    const html = this._rendermime.createRenderer('text/html');
+    const layout = this.layout as PanelLayout;
+    layout.addWidget(new Widget({ node: caption })); // a widget too, so it stays first
+    layout.addWidget(html);
+    await html.renderModel(model);
   }
 
   // the widget renderer, when the view's widget model exists in the notebook's kernel
@@ -88,7 +106,7 @@ export class HermesViewRenderer extends Widget implements IRenderMime.IRenderer 
     return null;
   }
 
-  private async _renderStatic(view: IHermesView, hasBokeh: boolean): Promise<void> {
+  private async _renderStatic(view: IHermesView, docJson: string, hasBokeh: boolean): Promise<void> {
     this.addClass('hermes-view');
     this.addClass('hermes-static-view');
     view.classes.forEach(c => this.addClass(c));
@@ -103,7 +121,7 @@ export class HermesViewRenderer extends Widget implements IRenderMime.IRenderer 
     }
     await this._attached;
     try {
-      await Bokeh.embed.embed_item({ doc: JSON.parse(view.doc_json), root_id: view.root_id }, plot);
+      await Bokeh.embed.embed_item({ doc: JSON.parse(docJson), root_id: view.root_id }, plot);
     } catch (err) {
       console.warn('Hermes: the saved view could not be drawn', err);
     }

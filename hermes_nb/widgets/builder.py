@@ -12,6 +12,8 @@ evaluated. The preview runs on a worker thread and a newer change supersedes an 
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import html
 from collections.abc import Sequence
 from typing import Any
@@ -43,10 +45,14 @@ from hermes_nb.widgets.builder_preview import (
     quick_preview,
     run_preview,
     stages_per_kernel,
+    thumbnail_png,
     to_png,
 )
+from hermes_nb.widgets.fallback import snapshot_bundle
 
 _IMG_LAYOUT = {"width": "360px", "height": "auto"}
+#: how long showing the builder waits for its first preview, so its saved picture has one
+SNAPSHOT_WAIT_S = 5.0
 
 
 def _position(value: Any, what: str) -> int:
@@ -248,6 +254,28 @@ class PipelineBuilder(w.VBox):
 
     def __repr__(self) -> str:
         return f"PipelineBuilder({self.pipeline!r}, device={self.device!r}, policy={self.policy!r})"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
+        """The widget, and a picture of it as it is shown (before/after, plan, code) that a
+        saved notebook keeps for when the widget is gone."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:  # a closed widget shows nothing
+            return None
+        # a slow preview: the picture shows the input as "after" too
+        with contextlib.suppress(TimeoutError):
+            self._runner.wait(SNAPSHOT_WAIT_S)
+        names = " → ".join(e.name for e in self._entries) or "no stages"
+        summary = f"Hermes pipeline builder: {len(self._entries)} stage(s): {names}"
+        return snapshot_bundle(bundle, self._snapshot_html(), summary, ["hermes-builder"])
+
+    def _snapshot_html(self) -> str:
+        figures = "".join(
+            f"<figure style='margin:0'><figcaption><b>{label}</b></figcaption><img alt='{label}' "
+            f"style='width:360px' src='data:image/png;base64,"
+            f"{base64.b64encode(thumbnail_png(bytes(image.value))).decode()}'></figure>"
+            for label, image in (("before", self._before), ("after", self._after)))
+        return (f"<div style='display:flex;gap:8px'>{figures}</div>"
+                f"{self._plan.value}{self._code.value}")
 
     # ---- internals -------------------------------------------------------------------------
     def _index(self, index: int) -> int:

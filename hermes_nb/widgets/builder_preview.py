@@ -42,6 +42,18 @@ class PreviewResult:
     stage_keys: tuple[frozenset[str], ...] = ()  # the graph nodes each stage added
 
 
+def thumbnail_png(png: bytes, side: int = 360) -> bytes:
+    """``png`` shrunk to at most ``side`` pixels a side (as it is shown), well compressed:
+    what a saved notebook keeps."""
+    from PIL import Image
+
+    picture = Image.open(io.BytesIO(png))
+    picture.thumbnail((side, side))
+    buf = io.BytesIO()
+    picture.save(buf, format="PNG", optimize=True)
+    return buf.getvalue()
+
+
 def to_png(image: np.ndarray) -> bytes:
     """``image`` as an 8-bit PNG, scaled from its finite min/max (NaN shows black)."""
     a = np.asarray(image)

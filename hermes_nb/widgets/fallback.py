@@ -8,6 +8,10 @@ A view's output carries, next to jupyter_bokeh's widget:
 - ``text/html``: a standalone fragment that embeds the same document and loads BokehJS from
   the Jupyter server's ``hermes/bokeh`` folder (never a CDN), for other front ends and exports;
 - ``text/plain``: a one-line summary of what the view shows.
+
+A widget that is no Bokeh plot (the pipeline builder) leaves a picture of itself in HTML
+instead (:func:`snapshot_bundle`): the lab extension shows that ``text/html`` when the widget's
+model is gone.
 """
 
 from __future__ import annotations
@@ -89,5 +93,20 @@ def view_bundle(widget_bundle: dict[str, Any], model: Model, summary: str,
         **widget_bundle,
         HERMES_VIEW_MIME: {**embed, "model_id": model_id, "classes": classes, "summary": summary},
         "text/html": static_html(embed, summary, classes),
+        "text/plain": summary,
+    }
+
+
+def snapshot_bundle(widget_bundle: dict[str, Any], snapshot: str, summary: str,
+                    classes: Iterable[str]) -> dict[str, Any]:
+    """``widget_bundle`` with ``snapshot`` (HTML this package made, nothing the user typed
+    unescaped) as the picture a reopened notebook shows, and the summary."""
+    model_id = widget_bundle.get(WIDGET_MIME, {}).get("model_id", "")
+    cls = html.escape(" ".join(["hermes-static-view", *classes]))
+    return {
+        **widget_bundle,
+        HERMES_VIEW_MIME: {"model_id": model_id, "classes": list(classes), "summary": summary},
+        "text/html": (f'<div class="{cls}"><div class="hermes-static-summary">'
+                      f"{html.escape(summary)}</div>{snapshot}</div>"),
         "text/plain": summary,
     }

@@ -38,6 +38,8 @@ CELLS = [
     "%%hermes --device cpu:0 --timeline --placement\ns = (hm.asarray(a) * 2 + 1).sum()",
     # a run's progress bar is an output too: it must not leave a dead widget in the notebook
     "with hm.options(progress=True):\n    m = (hm.asarray(a) - 3).max().compute()",
+    # the pipeline builder is no Bokeh plot: it saves a picture of itself in HTML
+    "hm.PipelineBuilder(pipeline=[hm.gaussian_blur(kernel_size=5), hm.sobel_edge_detection()])",
 ]
 VIEWS = (".hermes-timeline", ".hermes-placement")
 
@@ -130,10 +132,22 @@ def test_a_reopened_notebook_shows_the_saved_pictures(lab_page: LabPage):
         assert "cdn." not in o["data"]["text/html"]
     widgets = [o for cell in saved.cells for o in cell.outputs
                if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
-    assert len(widgets) == len(outputs), "a widget without a saved picture is in the notebook"
+    assert all("application/vnd.hermes.view.v1+json" in o["data"] for o in widgets), \
+        "a widget without a saved picture is in the notebook"
+    (builder,) = [o for o in saved.cells[3].outputs if o in widgets]
+    assert builder["data"]["text/plain"] == ("Hermes pipeline builder: 2 stage(s): "
+                                             "gaussian_blur → sobel_edge_detection")
+    assert builder["data"]["text/html"].count("data:image/png;base64,") == 2
 
     open_notebook(page, server, "saved.ipynb")  # a new kernel, without the views' widgets
     for view in VIEWS:
         assert_canvas_drawn(lab_page, f".hermes-static-view{view}")
+    snapshot = page.locator(".hermes-static-view.hermes-builder img[alt='after']")
+    snapshot.wait_for(timeout=60_000)
+    assert snapshot.evaluate("img => img.complete && img.naturalWidth > 0")
+    # drawn by the lab extension's renderer, with its caption first
+    drawn = page.locator(".hermes-view-output.hermes-builder").first
+    assert drawn.locator(":scope > *").first.inner_text() == (
+        "saved picture: run the cell for a live widget")
     lab_page.screenshot("reopened")
     assert_quiet(lab_page)

@@ -454,3 +454,28 @@ def test_a_quick_host_preview_comes_before_the_real_run(builder, image):
     assert quick is not None and quick.png.startswith(b"\x89PNG")
     np.testing.assert_allclose(quick.image, builder.result, rtol=1e-4, atol=ATOL)
     np.testing.assert_allclose(quick.image, _reference_edges(image, 5), rtol=1e-4, atol=ATOL)
+
+
+# ---- the picture a saved notebook keeps ---------------------------------------------------------
+def test_shown_builder_leaves_a_picture_of_its_preview(image):
+    import base64
+    import io
+    import re
+
+    from PIL import Image
+
+    b = hm.PipelineBuilder(image, device="cpu:0").add("gaussian_blur", kernel_size=5)
+    try:
+        bundle = b._repr_mimebundle_()
+        snapshot = bundle["text/html"]
+        assert bundle["text/plain"] == "Hermes pipeline builder: 1 stage(s): gaussian_blur"
+        assert bundle["application/vnd.hermes.view.v1+json"]["model_id"] == b.model_id
+        assert "doc_json" not in bundle["application/vnd.hermes.view.v1+json"]
+        pictures = dict(re.findall(r"alt='(\w+)'[^>]*base64,([A-Za-z0-9+/=]+)", snapshot))
+        after = np.asarray(Image.open(io.BytesIO(base64.b64decode(pictures["after"]))))
+        shown = np.asarray(Image.open(io.BytesIO(b.preview_png)))  # the finished preview
+        assert after.shape == shown.shape  # 128² fits the thumbnail as it is
+        np.testing.assert_array_equal(after, shown)
+        assert "hm.gaussian_blur(kernel_size=5" in snapshot  # the code, escaped
+    finally:
+        b.close()
