@@ -172,14 +172,14 @@ def device_peaks(device_ids: Iterable[str], *, measure_missing: bool = True
     """The peaks of each of this process's devices named (None: unknown, e.g. a cluster
     worker's device or ``measure_missing=False`` with nothing kept yet); measured and kept
     for a device met for the first time."""
-    from hermes_nb.backends import get_device
-
     result: dict[str, Peak | None] = {}
     for device_id in device_ids:
         known = _by_id.get(device_id)
         if known is not None:
             result[device_id] = known
             continue
+        from hermes_nb.backends import get_device  # only for a device not known yet
+
         try:
             device = get_device(device_id)
         except (ValueError, TypeError):

@@ -272,19 +272,23 @@ def _kernel_rows(profile: Profile, kernels: list[Any], wall: float,
     return tuple(rows)
 
 
-@functools.lru_cache(maxsize=4096)
-def op_name(key: str) -> str:
-    """``hermes-<op>-<token>`` -> ``<op>``."""
-    body = key[len("hermes-"):] if key.startswith("hermes-") else key
+def _op_of(key: str) -> str:
+    body = key[7:] if key.startswith("hermes-") else key
     return body.rsplit("-", 1)[0] if "-" in body else body
 
 
 @functools.lru_cache(maxsize=4096)
-def _member_ops(members: tuple[str, ...], key: str) -> tuple[str, ...]:
-    """The ops a kernel holds, one per pre-fusion member that is a kernel of its own (the
-    same kernel recurs run after run: worked out once per kernel)."""
-    ops = tuple(op_name(m) for m in members)
-    return tuple(op for op in ops if op not in SOURCES) or (op_name(key),)
+def op_name(key: str) -> str:
+    """``hermes-<op>-<token>`` -> ``<op>``."""
+    return _op_of(key)
+
+
+def _member_ops(members: tuple[str, ...], key: str) -> list[str]:
+    """The ops a kernel holds, one per pre-fusion member that is a kernel of its own.
+    Worked out each time: right after a run a cache lookup, which reads the cached key's
+    strings as well as these, costs more than the few string splits."""
+    ops = [op for op in map(_op_of, members) if op not in SOURCES]
+    return ops or [_op_of(key)]
 
 
 def _op_rows(kernels: tuple[KernelRow, ...], wall: float) -> tuple[OpRow, ...]:

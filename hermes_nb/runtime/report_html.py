@@ -3,16 +3,15 @@ from anywhere else (a written file opens offline)."""
 
 from __future__ import annotations
 
-import functools
 import html
 from typing import Any
 
 # a hermes_nb.runtime.report Report and KernelRow (that module imports this one)
 Report = KernelRow = Any
 
+# escaped each time, not cached: right after a run a cache lookup, which reads the cached
+# key's strings as well as these, costs more than escaping (a clean string is returned as is)
 _e = html.escape
-#: the same device ids, kernel keys, names and ops recur run after run: escaped once each
-_static = functools.lru_cache(maxsize=4096)(html.escape)
 
 #: what the report means by a device's idle time
 IDLE_MEANS = ("idle: the part of the wall time a device neither ran, compiled nor received "
@@ -140,16 +139,14 @@ _COPY_ROW = ("<tr><td>%s → %s</td><td>%d</td><td>%s</td><td>%.3f</td><td>%s</t
              + _SHARE + "</tr>")
 
 
-@functools.lru_cache(maxsize=1024)
 def _kernel_cells(key: str, name: str, op: str, devices: tuple[str, ...]) -> str:
-    """A kernel row's first cells, which stay the same from run to run."""
+    """A kernel row's first cells."""
     return (f"<tr><td title='{_e(key)}'>{_e(name)}</td><td>{_e(op)}</td>"
             f"<td>{_e(', '.join(devices))}</td>")
 
 
-@functools.lru_cache(maxsize=1024)
 def _op_cells(op: str, count: int, kernels: tuple[str, ...]) -> str:
-    """An op row's first cells, which stay the same from run to run."""
+    """An op row's first cells."""
     return f"<tr><td>{_e(op)}</td><td>{count}</td><td>{_e(', '.join(kernels)[:80])}</td>"
 
 
@@ -162,8 +159,8 @@ def _device_rows(r: Report, out: list[str]) -> None:
         peak = r.peaks.get(d.device)
         figures = ("peak unknown" if peak is None else
                    f"{_rate(peak.gb_per_s, 'GB/s')}, {_rate(peak.gflop_per_s, 'GFLOP/s')}")
-        out.append(_DEVICE_ROW % (_static(d.device), spans, 1e3 * parts[0], 1e3 * parts[1],
-                                  1e3 * parts[2], 1e3 * parts[3], _static(figures)))
+        out.append(_DEVICE_ROW % (_e(d.device), spans, 1e3 * parts[0], 1e3 * parts[1],
+                                  1e3 * parts[2], 1e3 * parts[3], _e(figures)))
 
 
 def _table_rows(r: Report, out: list[str]) -> None:
@@ -188,7 +185,7 @@ def _table_rows(r: Report, out: list[str]) -> None:
     out.append(_COPIES_HEAD)
     for c in r.copies:
         x = c.share
-        out.append(_COPY_ROW % (_static(c.source), _static(c.device), c.count, _mb(c.nbytes),
+        out.append(_COPY_ROW % (_e(c.source), _e(c.device), c.count, _mb(c.nbytes),
                                 1e3 * c.seconds, _rate(c.gb_per_s),
                                 min(max(x, 0.0), 1.0) * 80, 100 * x))
     out.append("</tbody></table>")
