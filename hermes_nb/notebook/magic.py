@@ -36,6 +36,7 @@ from hermes_nb.notebook.reprs import LoadTable, NamedPlans, RunSummary, device_t
 from hermes_nb.runtime import monitor as runtime_monitor
 from hermes_nb.runtime.profile import last_profile
 from hermes_nb.runtime.profile import naming as profile_naming
+from hermes_nb.runtime.report import report as hotspot_report
 from hermes_nb.scheduler.scope import POLICIES
 
 CELL_USAGE = ("usage: %%hermes [--device D] [--policy P] [--no-fuse] [--explain] [--profile] "
@@ -314,9 +315,7 @@ def _report(profile: Any, path: str) -> None:
     if profile is None:
         print("hermes: no report (nothing was computed)")
         return
-    from hermes_nb.runtime.report import report
-
-    made = report(profile)
+    made = hotspot_report(profile)
     if not path:
         display(made)
         return
