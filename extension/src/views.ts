@@ -15,9 +15,10 @@ export const HERMES_VIEW_RANK = -20;
 const PATIENCE_MS = 30_000;
 
 interface IHermesView {
-  // a Bokeh plot's document; absent for a widget that saved a picture of itself in text/html
-  doc_json?: string; // a string: a saved notebook sorts object keys, BokehJS needs their order
-  root_id: string;
+  // a Bokeh plot's document, in outputs saved before it lived only in the text/html fragment;
+  // a string: a saved notebook sorts object keys, BokehJS needs their order
+  doc_json?: string;
+  root_id?: string; // a Bokeh plot's root; absent for a widget that saved a picture of itself
   model_id: string;
   classes: string[];
   summary: string;
@@ -47,6 +48,16 @@ function restored(manager: IWidgetManager): Promise<boolean> {
   }), PATIENCE_MS, false);
 }
 
+// the Bokeh document in a view's standalone HTML fragment (its JSON data block), parsed as
+// data: nothing of the fragment runs
+function documentOf(html: unknown): string | undefined {
+  if (typeof html !== 'string') {
+    return undefined;
+  }
+  const page = new DOMParser().parseFromString(html, 'text/html');
+  return page.querySelector('script[type="application/json"]')?.textContent ?? undefined;
+}
+
 export class HermesViewRenderer extends Widget implements IRenderMime.IRenderer {
   constructor(private _rendermime: IRenderMimeRegistry, private _session: ISessionContext) {
     super();
@@ -61,10 +72,11 @@ export class HermesViewRenderer extends Widget implements IRenderMime.IRenderer 
     if (live !== null) {
       (this.layout as PanelLayout).addWidget(live);
       await live.renderModel(model);
-    } else if (view.doc_json === undefined) {
+    } else if (view.root_id === undefined) {
       await this._renderSnapshot(model, view);
     } else {
-      await this._renderStatic(view, view.doc_json, hasBokeh);
+      const doc = view.doc_json ?? documentOf(model.data['text/html']);
+      await this._renderStatic(view, view.root_id, doc, hasBokeh);
     }
   }
 
@@ -106,7 +118,8 @@ export class HermesViewRenderer extends Widget implements IRenderMime.IRenderer 
     return null;
   }
 
-  private async _renderStatic(view: IHermesView, docJson: string, hasBokeh: boolean): Promise<void> {
+  private async _renderStatic(view: IHermesView, rootId: string, docJson: string | undefined,
+                              hasBokeh: boolean): Promise<void> {
     this.addClass('hermes-view');
     this.addClass('hermes-static-view');
     view.classes.forEach(c => this.addClass(c));
@@ -116,12 +129,12 @@ export class HermesViewRenderer extends Widget implements IRenderMime.IRenderer 
     const plot = document.createElement('div');
     this.node.append(caption, plot);
     const Bokeh = bokeh();
-    if (!hasBokeh || !Bokeh) {
+    if (!hasBokeh || !Bokeh || docJson === undefined) {
       return;
     }
     await this._attached;
     try {
-      await Bokeh.embed.embed_item({ doc: JSON.parse(docJson), root_id: view.root_id }, plot);
+      await Bokeh.embed.embed_item({ doc: JSON.parse(docJson), root_id: rootId }, plot);
     } catch (err) {
       console.warn('Hermes: the saved view could not be drawn', err);
     }

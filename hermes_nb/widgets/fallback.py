@@ -2,11 +2,13 @@
 
 A view's output carries, next to jupyter_bokeh's widget:
 
-- ``application/vnd.hermes.view.v1+json``: the plot as a Bokeh document (a JSON string) with the
-  widget's model id; the Hermes lab extension shows the live widget while its model exists
-  and draws this document with the page's BokehJS otherwise (a reopened notebook, a new kernel);
-- ``text/html``: a standalone fragment that embeds the same document and loads BokehJS from
-  the Jupyter server's ``hermes/bokeh`` folder (never a CDN), for other front ends and exports;
+- ``application/vnd.hermes.view.v1+json``: the widget's model id and the plot's root id; the
+  Hermes lab extension shows the live widget while its model exists and otherwise (a reopened
+  notebook, a new kernel) draws the plot with the page's BokehJS from the document the
+  ``text/html`` fragment holds (older outputs carry it here too, as ``doc_json``);
+- ``text/html``: a standalone fragment that embeds the plot as a Bokeh document (a JSON block)
+  and loads BokehJS from the Jupyter server's ``hermes/bokeh`` folder (never a CDN), for other
+  front ends and exports; the document is kept once;
 - ``text/plain``: a one-line summary of what the view shows.
 
 A widget that is no Bokeh plot (the pipeline builder) leaves a picture of itself in HTML
@@ -91,7 +93,8 @@ def view_bundle(widget_bundle: dict[str, Any], model: Model, summary: str,
     model_id = widget_bundle.get(WIDGET_MIME, {}).get("model_id", "")
     return {
         **widget_bundle,
-        HERMES_VIEW_MIME: {**embed, "model_id": model_id, "classes": classes, "summary": summary},
+        HERMES_VIEW_MIME: {"root_id": embed["root_id"], "model_id": model_id, "classes": classes,
+                           "summary": summary},
         "text/html": static_html(embed, summary, classes),
         "text/plain": summary,
     }

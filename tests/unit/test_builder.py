@@ -470,7 +470,7 @@ def test_shown_builder_leaves_a_picture_of_its_preview(image):
         snapshot = bundle["text/html"]
         assert bundle["text/plain"] == "Hermes pipeline builder: 1 stage(s): gaussian_blur"
         assert bundle["application/vnd.hermes.view.v1+json"]["model_id"] == b.model_id
-        assert "doc_json" not in bundle["application/vnd.hermes.view.v1+json"]
+        assert "root_id" not in bundle["application/vnd.hermes.view.v1+json"]
         pictures = dict(re.findall(r"alt='(\w+)'[^>]*base64,([A-Za-z0-9+/=]+)", snapshot))
         after = np.asarray(Image.open(io.BytesIO(base64.b64decode(pictures["after"]))))
         shown = np.asarray(Image.open(io.BytesIO(b.preview_png)))  # the finished preview
