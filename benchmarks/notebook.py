@@ -20,6 +20,7 @@ document and serialising the update for the comm) per second of wall time.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import time
@@ -51,11 +52,42 @@ CLOCKS = ("wall", "cpu", "thread")
 
 
 def _timed(shell: Any, cell: str) -> tuple[float, float, float]:
-    """The cell's wall, process CPU and main-thread CPU seconds."""
+    """The cell's wall, process CPU and main-thread CPU seconds. The young generation is
+    collected first: a cell allocates fewer objects than start a collection, so none lands
+    in one cell of a pair and not the other (:func:`_gc_share` counts what they cost)."""
+    gc.collect(0)
     wall, cpu, thread = time.perf_counter(), time.process_time(), time.thread_time()
     assert shell.run_cell(cell, store_history=False).success
     thread, cpu = time.thread_time() - thread, time.process_time() - cpu
     return time.perf_counter() - wall, cpu, thread
+
+
+def _gc_share(shell: Any, cell: str, runs: int = 20) -> dict[str, float]:
+    """What the young-generation collections a report's allocations bring cost per cell:
+    the container objects making and rendering one report allocates (the gen-0 count,
+    collections off), over the collection threshold, times what one young collection after
+    a cell takes."""
+    from hermes_nb.runtime.profile import last_profile
+    from hermes_nb.runtime.report import report
+
+    took = []
+    for _ in range(runs):
+        assert shell.run_cell(cell, store_history=False).success
+        start = time.perf_counter()
+        gc.collect(0)
+        took.append(time.perf_counter() - start)
+    gc.disable()
+    try:
+        before = gc.get_count()[0]
+        made = report(last_profile())
+        made._repr_html_()
+        objects = gc.get_count()[0] - before  # counted while the report is alive
+        del made
+    finally:
+        gc.enable()
+    collection = statistics.median(took)
+    return {"report_objects": objects, "young_collection_us": collection * 1e6,
+            "report_gc_us": objects / gc.get_threshold()[0] * collection * 1e6}
 
 
 def _report_timer(inside: list[float]) -> Any:
@@ -113,6 +145,7 @@ def magic_overhead(size: int, repeats: int) -> dict[str, float]:
         result[f"report_added_{clock}_us"] = added * 1e6
         result[f"report_added_{clock}_percent"] = 100 * added / base
     result["report_overhead_percent"] = result["report_added_wall_percent"]
+    result.update(_gc_share(shell, magic))
     result["run_work_us"] = _run_work_cost(shell) * 1e6
     return result
 
@@ -181,6 +214,9 @@ def main(argv: list[str] | None = None) -> None:
               f"{magic[f'report_added_{clock}_percent']:5.2f}% of {of} ({base:.2f} ms)")
     print(f"    made and rendered, timed inside the cell: {magic['report_inside_us']:.1f} µs "
           "main-thread CPU")
+    print(f"    young-generation collections its {magic['report_objects']:.0f} objects bring: "
+          f"{magic['report_gc_us']:.1f} µs per cell (one takes {magic['young_collection_us']:.0f}"
+          " µs after a cell; the young generation is collected before each timed cell)")
     print(f"  FLOP and unfused counts kept in each profile: {magic['run_work_us']:.1f} µs per run")
     monitor = monitor_cost(args.monitor_seconds)
     print(f"live load monitor over {args.monitor_seconds:g} s: {monitor['updates_per_s']:.2f} "
