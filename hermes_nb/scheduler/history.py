@@ -39,6 +39,9 @@ SCHEMA_VERSION = 3
 DB_NAME = "perf_history.sqlite3"
 #: rows kept per (signature, host, device); older runs are pruned on flush
 KEEP_PER_PAIR = 512
+#: a pair is pruned the first time a store writes it, then after every this many new rows:
+#: a flush is then one insert for most batches, not one DELETE per kernel in them
+PRUNE_EVERY = 64
 #: pending runs kept in memory at most while the database is unavailable
 MAX_PENDING = 10_000
 
@@ -178,6 +181,8 @@ class HistoryStore:
         self._dropped = 0
         self._quiet = False  # set after a bypass warning, until the database works again
         self._warned_tables: set[str] = set()
+        # (signature, host, device) -> rows this store wrote since it last pruned the pair
+        self._unpruned: dict[tuple[str, str, str], int] = {}
         self._open()
         _live_stores.add(self)
 
@@ -330,8 +335,8 @@ class HistoryStore:
                   float(r.seconds), r.recorded_at or time.time(), pid, r.host or local_host(), r.name)
                  for r in batch],
             )
-            for signature, host, device in {(r.signature, r.host or local_host(), r.device)
-                                            for r in batch}:
+            due, unpruned = self._pruning_plan(batch)
+            for signature, host, device in due:
                 conn.execute(
                     "DELETE FROM runs WHERE signature = ? AND host = ? AND device = ? AND id <= ("
                     "SELECT id FROM runs WHERE signature = ? AND host = ? AND device = ? "
@@ -339,10 +344,26 @@ class HistoryStore:
                     (signature, host, device, signature, host, device, KEEP_PER_PAIR),
                 )
             conn.execute("COMMIT")
+            self._unpruned.update(unpruned)
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             raise
+
+    def _pruning_plan(self, batch: list[Run]
+                      ) -> tuple[list[tuple[str, str, str]], dict[tuple[str, str, str], int]]:
+        """The pairs of ``batch`` to trim to ``KEEP_PER_PAIR`` rows now (new to this store, or
+        written ``PRUNE_EVERY`` times since their last trim, so a pair holds at most
+        ``KEEP_PER_PAIR + PRUNE_EVERY`` rows per store writing it), and the counts once the
+        batch is written."""
+        counts: dict[tuple[str, str, str], int] = {}
+        for run in batch:
+            pair = (run.signature, run.host or local_host(), run.device)
+            counts[pair] = counts.get(pair, 0) + 1
+        due = [p for p, n in counts.items()
+               if p not in self._unpruned or self._unpruned[p] + n >= PRUNE_EVERY]
+        after = {p: 0 if p in due else self._unpruned[p] + n for p, n in counts.items()}
+        return due, after
 
     def save_link(self, link: LinkRecord) -> None:
         """Store (replace) one device's measured host↔device link."""

@@ -237,3 +237,33 @@ def test_scheduler_measures_a_link_once(db):
         assert sched.measure_link("cuda:0", copy, clock=lambda: now[0]) == link and calls[0] == first
     with HistoryStore(db) as store:
         assert Scheduler(store).transfers.link("cuda:0").h2d_bytes_per_s == pytest.approx(8e9)
+
+
+def _rows(db, signature: str) -> int:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT COUNT(*) FROM runs WHERE signature = ?",
+                            (signature,)).fetchone()[0]
+
+
+def test_each_pair_keeps_its_newest_runs_without_a_delete_per_flush(db):
+    from hermes_nb.scheduler.history import KEEP_PER_PAIR, PRUNE_EVERY
+
+    deletes: list[str] = []
+    with HistoryStore(db, batch_size=8, flush_interval_s=3600) as store:
+        store._conn.set_trace_callback(lambda sql: deletes.append(sql) if sql.startswith("DELETE")
+                                       else None)
+        for i in range(3 * KEEP_PER_PAIR):
+            store.record(Run("sig", "cpu:0", "1", 8, 1.0, 1e-3 * (1 + i % 5)))
+            store.record(Run("other", "cpu:0", "1", 8, 1.0, 1e-3))
+            assert _rows(db, "sig") <= KEEP_PER_PAIR + PRUNE_EVERY
+        store.flush()
+        flushes = 3 * KEEP_PER_PAIR * 2 // 8
+        # each pair: once when first written, then once per PRUNE_EVERY of its rows
+        assert len(deletes) <= 2 * (1 + 3 * KEEP_PER_PAIR // PRUNE_EVERY) < flushes
+        newest = [r.seconds for r in store.runs("sig")][-5:]
+    assert newest == [1e-3 * (1 + i % 5) for i in range(3 * KEEP_PER_PAIR - 5, 3 * KEEP_PER_PAIR)]
+    # another process's store trims a pair the first time it writes it
+    assert _rows(db, "sig") > KEEP_PER_PAIR
+    with HistoryStore(db, batch_size=1) as later:
+        later.record(Run("sig", "cpu:0", "1", 8, 1.0, 1e-3))
+    assert _rows(db, "sig") == KEEP_PER_PAIR
