@@ -135,7 +135,18 @@ from hermes_nb.backends import Device, get_device
 from hermes_nb.context import current_options, current_policy, device, options, policy
 from hermes_nb.errors import DeviceError
 from hermes_nb.ir.dtypes import bool_ as bool
-from hermes_nb.ir.dtypes import float32, float64, int32, int64
+from hermes_nb.ir.dtypes import (
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
 from hermes_nb.runtime import fork as _fork  # noqa: F401  (its at-fork handler)
 from hermes_nb.runtime.monitor import LoadSampler, load
 
@@ -256,6 +267,8 @@ __all__ = [
     "less",
     "less_equal",
     "linspace",
+    "int8",
+    "int16",
     "load",
     "load_monitor",
     "log",
@@ -333,6 +346,10 @@ __all__ = [
 from hermes_nb import logrecords as _logrecords  # noqa: E402
 
 _logrecords.install()
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
 logs = _logrecords.records
 # and on disk, written in the background, for the lab panel's log section (the server's process)
 from hermes_nb import logsink as _logsink  # noqa: E402

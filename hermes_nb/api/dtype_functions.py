@@ -1,5 +1,6 @@
 """The array API's data type functions: ``can_cast``, ``finfo``, ``iinfo``, ``isdtype``,
-``result_type``, for Hermes' dtypes (bool, int32, int64, float32, float64)."""
+``result_type``, for Hermes' dtypes (``ir.dtypes.SUPPORTED``: bool, the signed and
+unsigned integers of 8 to 64 bits, float32, float64)."""
 
 from __future__ import annotations
 
@@ -60,12 +61,16 @@ def result_type(*arrays_and_dtypes: Tensor | DtypeLike | bool | int | float) -> 
     Within a kind (bool, integers, floats) this is the standard's promotion. Between kinds,
     where the standard defines no result, Hermes follows NumPy as its operators do
     (``int32`` with ``float32`` gives ``float64``; ``int64`` with ``float32`` gives
-    ``float64``). Python scalars are weak: they take the other operand's dtype when their
-    kind allows it. At least one tensor or dtype is needed.
+    ``float64``; ``uint64`` with a signed integer gives ``float64``). Signed with unsigned
+    gives the smallest signed type holding both (``int8`` with ``uint8``: ``int16``).
+    Python scalars are weak: they take the other operand's dtype when their kind allows it.
+    At least one tensor or dtype is needed.
 
     >>> import hermes_nb as hm
     >>> hm.result_type(hm.int32, hm.int64).name, hm.result_type(hm.float32, 1.0).name
     ('int64', 'float32')
+    >>> hm.result_type(hm.int8, hm.uint8).name, hm.result_type(hm.uint64, hm.int64).name
+    ('int16', 'float64')
     """
     named: list[np.dtype] = []
     scalars: list[bool | int | float] = []
@@ -82,7 +87,8 @@ def result_type(*arrays_and_dtypes: Tensor | DtypeLike | bool | int | float) -> 
 
 def can_cast(from_: Tensor | DtypeLike, to: DtypeLike, /) -> bool:
     """Whether ``from_`` (a dtype or a Tensor) converts to ``to`` by the standard's type
-    promotion: within a kind, to a type holding every value (bool only to bool).
+    promotion: within a kind (bool, integers, floats), to a type holding every value (bool
+    only to bool; ``uint8`` to ``int16``, not to ``int8``).
 
     Between kinds the standard promotes nothing, so this is ``False`` even where NumPy's
     ``can_cast`` says a safe cast exists (``int32`` to ``float64``); ``astype`` performs
@@ -91,12 +97,19 @@ def can_cast(from_: Tensor | DtypeLike, to: DtypeLike, /) -> bool:
     >>> import hermes_nb as hm
     >>> hm.can_cast(hm.int32, hm.int64), hm.can_cast(hm.float64, hm.float32)
     (True, False)
+    >>> hm.can_cast(hm.uint8, hm.int16), hm.can_cast(hm.int8, hm.uint64)
+    (True, False)
     """
     source = _dtype(from_, "can_cast", "from_")
     target = _dtype(to, "can_cast", "to", arrays=False)
-    if source.kind != target.kind:
+    if _category(source) != _category(target):
         return False
     return bool(np.can_cast(source, target, casting="safe"))
+
+
+def _category(dtype: np.dtype) -> str:
+    """The standard's kind of ``dtype`` for promotion: signed and unsigned integers are one."""
+    return "i" if dtype.kind == "u" else dtype.kind
 
 
 @dataclass(frozen=True)
@@ -141,12 +154,12 @@ def iinfo(type: DtypeLike | Tensor, /) -> iinfo_object:
     """Limits of an integer dtype (or of a Tensor's dtype).
 
     >>> import hermes_nb as hm
-    >>> hm.iinfo(hm.int32).max
-    2147483647
+    >>> hm.iinfo(hm.int32).max, hm.iinfo(hm.uint8).max
+    (2147483647, 255)
     """
     dt = _dtype(type, "iinfo", "type")
     if not dtypes.is_integer(dt):
-        raise ValueError(f"iinfo: type {dt.name} is not an integer dtype; allowed: int32, "
-                         "int64 (use finfo for floats)")
+        raise ValueError(f"iinfo: type {dt.name} is not an integer dtype; allowed: "
+                         f"{', '.join(dtypes.INTEGER_NAMES)} (use finfo for floats)")
     info = np.iinfo(dt)
     return iinfo_object(int(info.bits), int(info.max), int(info.min), dt)

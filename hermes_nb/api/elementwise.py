@@ -138,7 +138,7 @@ def _require_integer(op: str, operands: tuple[tuple[str, Any], ...]) -> None:
         else:
             continue
         raise TypeError(f"{op}: argument {name} has {what}; {op} is defined for integer and "
-                        f"bool dtypes only (int32, int64, bool)")
+                        f"bool dtypes only ({', '.join(dtypes.INTEGER_NAMES)}, bool)")
 
 
 def _unary(op: str, x: Any) -> Tensor:

@@ -37,12 +37,12 @@ DeviceLike = str | Device | None
 
 _KINDS = {
     "bool": (dtypes.bool_,),
-    "signed integer": (dtypes.int32, dtypes.int64),
-    "unsigned integer": (),
-    "integral": (dtypes.int32, dtypes.int64),
-    "real floating": (dtypes.float32, dtypes.float64),
+    "signed integer": dtypes.SIGNED,
+    "unsigned integer": dtypes.UNSIGNED,
+    "integral": dtypes.INTEGERS,
+    "real floating": dtypes.FLOATS,
     "complex floating": (),
-    "numeric": (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64),
+    "numeric": (*dtypes.INTEGERS, *dtypes.FLOATS),
 }
 
 
@@ -100,9 +100,10 @@ class Info:
 
     def capabilities(self) -> dict[str, Any]:
         """Boolean-mask indexing and data-dependent output shapes are not supported (a
-        lazy graph knows every shape when it is built); no limit on dimensions."""
+        lazy graph knows every shape when it is built); at most 64 dimensions, the most a
+        NumPy array (every host buffer) has."""
         return {"boolean indexing": False, "data-dependent shapes": False,
-                "max dimensions": None}
+                "max dimensions": 64}
 
     def default_device(self) -> str | None:
         """The device of the enclosing ``hm.device(...)`` block, else ``None``: tensors are

@@ -65,6 +65,40 @@ VECTOR_WIDTH = 8  # default OpenCL vector width; devices pass their native one
 
 SCALAR = "<the float form>"
 
+# ---------------------------------------------------------------------------------------------
+# C type names: one row per dtype, (OpenCL C, CUDA C++). OpenCL's char is signed by the spec.
+C_TYPE_NAMES: dict[str, tuple[str, str]] = {
+    "bool": ("uchar", "unsigned char"),
+    "int8": ("char", "signed char"),
+    "int16": ("short", "short"),
+    "int32": ("int", "int"),
+    "int64": ("long", "long long"),
+    "uint8": ("uchar", "unsigned char"),
+    "uint16": ("ushort", "unsigned short"),
+    "uint32": ("uint", "unsigned int"),
+    "uint64": ("ulong", "unsigned long long"),
+    "float32": ("float", "float"),
+    "float64": ("double", "double"),
+}
+FLOAT_DTYPES = frozenset(d for d in C_TYPE_NAMES if np.dtype(d).kind == "f")
+INT_DTYPES = frozenset(d for d in C_TYPE_NAMES if np.dtype(d).kind in "iu")
+
+
+def unsigned_twin(dtype: str) -> str:
+    """The unsigned dtype wrapping arithmetic on ``dtype`` goes through: as wide as
+    ``dtype`` (floats: for their bits) and at least 32 bits, since C promotes narrower
+    operands to ``int``, whose overflow is undefined (uint16 * uint16)."""
+    if dtype == "bool":
+        return "uint8"
+    return f"uint{max(32, np.dtype(dtype).itemsize * 8)}"
+
+
+def type_table(column: int) -> dict[str, tuple[str, str]]:
+    """dtype -> (C type, its unsigned twin) in one dialect (0: OpenCL C, 1: CUDA C++)."""
+    return {d: (names[column], C_TYPE_NAMES[unsigned_twin(d)][column])
+            for d, names in C_TYPE_NAMES.items()}
+
+
 
 @dataclass(frozen=True)
 class CForms:
@@ -187,7 +221,7 @@ def _vector(op: str, form: str) -> str:
 
 # the table by operand dtype kind, for lookups
 SCALAR_FORMS: dict[str, dict[str, str]] = {
-    "f": _column("floats"), "i": _column("ints"), "b": _column("bools"),
+    "f": _column("floats"), "i": _column("ints"), "u": _column("ints"), "b": _column("bools"),
 }
 VECTOR_FLOAT_FORMS: dict[str, str] = {op: _vector(op, v) for op, v in _column("vector").items()}
 VECTOR_MASK_FORMS: dict[str, str] = _column("mask")
@@ -252,9 +286,24 @@ INT_HELPERS = {
 }}""",
 }
 
+# unsigned integers: no sign to correct, and -1 is the largest value, not a special case
+UINT_HELPERS = {
+    "floor_divide": """\
+{Q} {T} h_floordiv_{s}({T} a, {T} b) {{
+    return b == ({T})0 ? ({T})0 : ({T})(a / b);
+}}""",
+    "remainder": """\
+{Q} {T} h_rem_{s}({T} a, {T} b) {{
+    return b == ({T})0 ? ({T})0 : ({T})(a % b);
+}}""",
+    "pow": INT_HELPERS["pow"],
+}
+HELPERS_BY_KIND = {"f": FLOAT_HELPERS, "i": INT_HELPERS, "u": UINT_HELPERS, "b": {}}
+
+
 def _squares(program: Program, instr: Instr) -> bool:
     """``instr`` is a float ``x ** 2.0`` with a literal exponent."""
-    if instr.op != "pow" or instr.dtype not in ("float32", "float64"):
+    if instr.op != "pow" or instr.dtype not in FLOAT_DTYPES:
         return False
     return instr.args[1] - program.n_inputs in program.baked
 
@@ -267,6 +316,7 @@ class CStyleRenderer:
     qualifier: ClassVar[str]  # for helpers and hfused
     float32_suffix: ClassVar[str] = ""  # appended to @math names for float32
     int64_suffix: ClassVar[str]
+    uint64_suffix: ClassVar[str]
     infinity: ClassVar[dict[str, str]]
     nan: ClassVar[dict[str, str]]
 
@@ -282,9 +332,10 @@ class CStyleRenderer:
     def literal(self, value: bool | int | float, dtype: str) -> str:
         if dtype == "bool":
             return f"(({self.ctype(dtype)}){int(bool(value))})"
-        if dtype in ("int32", "int64"):
+        if dtype in INT_DTYPES:
             v = int(value)
-            suffix = self.int64_suffix if dtype == "int64" else ""
+            wide = np.dtype(dtype).itemsize == 8
+            suffix = (self.uint64_suffix if v > 2**63 - 1 else self.int64_suffix) if wide else ""
             # -MIN is not a literal; write MIN as (-MAX - 1)
             text = f"({v + 1}{suffix} - 1)" if v < -(2**31 - 1) else f"{v}{suffix}"
             return f"(({self.ctype(dtype)}){text})"
@@ -300,7 +351,7 @@ class CStyleRenderer:
     def expression(self, instr: Instr, args: list[str], in_dtype: str) -> str:
         """``instr`` on operand names ``args`` (of ``in_dtype``), before conversion."""
         op = instr.op
-        if op in FLOAT_RESULTS and in_dtype not in ("float32", "float64"):
+        if op in FLOAT_RESULTS and in_dtype not in FLOAT_DTYPES:
             # NumPy computes these in float64 for integer/bool operands (the tensor layer
             # casts first, so this only guards hand-built programs)
             args = [f"((double){a})" for a in args]
@@ -322,8 +373,7 @@ class CStyleRenderer:
             needed[(instr.op, dt)] = None
         out = []
         for op, dt in needed:
-            table = FLOAT_HELPERS if dt in ("float32", "float64") else (
-                INT_HELPERS if dt in ("int32", "int64") else {})
+            table = HELPERS_BY_KIND[np.dtype(dt).kind]
             if op in table:
                 t, u = self.types[dt]
                 out.append(self.math(table[op].format(Q=self.qualifier, T=t, U=u, s=dt), dt))
@@ -372,15 +422,10 @@ class CStyleRenderer:
 
 class OpenCLRenderer(CStyleRenderer):
     dialect = "opencl"
-    types: ClassVar[dict[str, tuple[str, str]]] = {
-        "bool": ("uchar", "uchar"),
-        "int32": ("int", "uint"),
-        "int64": ("long", "ulong"),
-        "float32": ("float", "uint"),
-        "float64": ("double", "ulong"),
-    }
+    types: ClassVar[dict[str, tuple[str, str]]] = type_table(0)
     qualifier = "inline"
     int64_suffix = "L"
+    uint64_suffix = "UL"
     infinity: ClassVar[dict[str, str]] = {"float32": "INFINITY", "float64": "((double)INFINITY)"}
     nan: ClassVar[dict[str, str]] = {"float32": "NAN", "float64": "((double)NAN)"}
 
@@ -392,7 +437,7 @@ class OpenCLRenderer(CStyleRenderer):
         dtypes = {program.dtype_of(v) for v in range(program.n_inputs + len(program.consts))}
         dtypes |= {i.dtype for i in program.instrs}
         floats = dtypes - {"bool"}
-        if len(floats) != 1 or not floats <= {"float32", "float64"}:
+        if len(floats) != 1 or not floats <= FLOAT_DTYPES:
             return None
         (f,) = floats
         for instr in program.instrs:
@@ -474,16 +519,11 @@ class OpenCLRenderer(CStyleRenderer):
 
 class CUDARenderer(CStyleRenderer):
     dialect = "cuda"
-    types: ClassVar[dict[str, tuple[str, str]]] = {
-        "bool": ("unsigned char", "unsigned char"),
-        "int32": ("int", "unsigned int"),
-        "int64": ("long long", "unsigned long long"),
-        "float32": ("float", "unsigned int"),
-        "float64": ("double", "unsigned long long"),
-    }
+    types: ClassVar[dict[str, tuple[str, str]]] = type_table(1)
     qualifier = "__device__ __forceinline__"
     float32_suffix = "f"  # expf, not exp: no silent float -> double promotion
     int64_suffix = "LL"
+    uint64_suffix = "ULL"
     infinity: ClassVar[dict[str, str]] = {"float32": "__int_as_float(0x7f800000)",
                 "float64": "__longlong_as_double(0x7ff0000000000000LL)"}
     nan: ClassVar[dict[str, str]] = {"float32": "__int_as_float(0x7fc00000)",

@@ -273,7 +273,7 @@ def _ctor(dtype: str) -> str:
 def _literal(value: bool | int | float, dtype: str) -> str:
     if dtype == "bool":
         return f"np.bool_({bool(value)})"
-    if dtype.startswith("int"):
+    if np.dtype(dtype).kind in "iu":
         return f"np.{dtype}({int(value)})"
     return f"np.{dtype}(float.fromhex({float(value).hex()!r}))"  # exact, and nan/inf safe
 
@@ -284,11 +284,12 @@ def _as_bool(name: str, dtype: str) -> str:
 
 def _column(dtype: str) -> str | None:
     """The NumbaForms field for operands of ``dtype``."""
-    if dtype == "bool":
-        return "bools"
-    if dtype.startswith(("int", "float")):
-        return "ints" if dtype.startswith("int") else "floats"
-    return None
+    return _COLUMNS.get(np.dtype(dtype).kind)
+
+
+# unsigned integers share the signed forms: Numba's integer ops and the wrapping casts to
+# the output dtype ({T}) give NumPy's results for both
+_COLUMNS = {"b": "bools", "i": "ints", "u": "ints", "f": "floats"}
 
 
 class _HelperNames:

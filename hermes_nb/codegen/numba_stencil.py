@@ -54,13 +54,14 @@ from numba.core import types
 from hermes_nb.codegen import numba_cpu
 from hermes_nb.codegen.numba_cpu import _ctor, _Emitter, _literal
 from hermes_nb.codegen.numba_support import KernelCache, build_kernel, codegen_hash, module_header
+from hermes_nb.ir import dtypes
 from hermes_nb.ir.program import Program
 from hermes_nb.ir.stencil import ConvStage, PointStage, StencilProgram
 
 __all__ = ["border_maps", "compile_stencil", "layout_of", "render", "supports"]
 
-_FLOATS = ("float32", "float64")
-_TYPES = ("bool", "int32", "int64", "float32", "float64")
+_FLOATS = dtypes.FLOAT_NAMES
+_TYPES = dtypes.NAMES
 
 
 _INF32 = np.float32(np.inf)

@@ -15,16 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from hermes_nb.codegen.c_combine import c_combine
+from hermes_nb.codegen.c_source import type_table
 from hermes_nb.ir.reduce import reduce_def
 
 # dtype -> (OpenCL C type, unsigned twin used for wrapping integer arithmetic)
-CL_TYPES: dict[str, tuple[str, str]] = {
-    "bool": ("uchar", "uchar"),
-    "int32": ("int", "uint"),
-    "int64": ("long", "ulong"),
-    "float32": ("float", "uint"),
-    "float64": ("double", "ulong"),
-}
+CL_TYPES: dict[str, tuple[str, str]] = type_table(0)
 # Element size -> type the strided copy moves (copies never look at the values).
 COPY_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
 
@@ -56,7 +51,11 @@ def render(name: str, **values: object) -> str:
     return template(name).substitute({k: str(v) for k, v in values.items()})
 
 
-_LIMITS = {"int32": ("INT_MIN", "INT_MAX"), "int64": ("LONG_MIN", "LONG_MAX")}
+# OpenCL C's names for the limits: a literal of the most negative value does not exist
+_LIMITS = {"int8": ("CHAR_MIN", "CHAR_MAX"), "int16": ("SHRT_MIN", "SHRT_MAX"),
+           "int32": ("INT_MIN", "INT_MAX"), "int64": ("LONG_MIN", "LONG_MAX"),
+           "uint8": ("0", "UCHAR_MAX"), "uint16": ("0", "USHRT_MAX"), "uint32": ("0", "UINT_MAX"),
+           "uint64": ("0", "ULONG_MAX")}
 
 
 def _template_literal(value: bool | int | float | None, dtype: str) -> str:

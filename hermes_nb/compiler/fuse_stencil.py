@@ -20,11 +20,12 @@ from collections.abc import Callable
 from hermes_nb.compiler.fuse import _literal, _program
 from hermes_nb.compiler.rewrite import replace_groups, users
 from hermes_nb.compiler.target import ANY_DEVICE, Target
+from hermes_nb.ir import dtypes
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import Kind, kind_of
 from hermes_nb.ir.stencil import ConvStage, PointStage, Stage, StencilProgram
 
-_DTYPES = frozenset({"bool", "int32", "int64", "float32", "float64"})
+_DTYPES = frozenset(dtypes.NAMES)
 
 # Build cost units per fused stencil kernel: five 3x3 blur + axpy stages (50 each) fit,
 # a 5x5 blur and a Sobel magnitude (~165) too.

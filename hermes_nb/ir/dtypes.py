@@ -10,16 +10,30 @@ from __future__ import annotations
 import numpy as np
 
 bool_ = np.dtype(np.bool_)
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
 int32 = np.dtype(np.int32)
 int64 = np.dtype(np.int64)
+uint8 = np.dtype(np.uint8)
+uint16 = np.dtype(np.uint16)
+uint32 = np.dtype(np.uint32)
+uint64 = np.dtype(np.uint64)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
 
-SUPPORTED = (bool_, int32, int64, float32, float64)
-SUPPORTED_NAMES = ", ".join(d.name for d in SUPPORTED)
+#: every dtype Hermes supports, one row each; the other tables derive from these
+SIGNED = (int8, int16, int32, int64)
+UNSIGNED = (uint8, uint16, uint32, uint64)
+INTEGERS = SIGNED + UNSIGNED
+FLOATS = (float32, float64)
+SUPPORTED = (bool_, *INTEGERS, *FLOATS)
+#: their names ("bool", "int8", ..., "float64"), as the code generators' tables key them
+NAMES = tuple(d.name for d in SUPPORTED)
+INTEGER_NAMES = tuple(d.name for d in INTEGERS)
+FLOAT_NAMES = tuple(d.name for d in FLOATS)
+SUPPORTED_NAMES = ", ".join(NAMES)
 
-_ALIASES = {"bool": bool_, "int32": int32, "int64": int64, "float32": float32, "float64": float64}
-
+_ALIASES = dict(zip(NAMES, SUPPORTED))
 
 def as_dtype(dtype: object, *, op: str = "asarray") -> np.dtype:
     """Return the NumPy dtype (native byte order) for ``dtype`` or raise ``TypeError`` naming
@@ -49,6 +63,10 @@ def is_bool(dtype: np.dtype) -> bool:
     return dtype.kind == "b"
 
 
+def is_unsigned(dtype: np.dtype) -> bool:
+    return dtype.kind == "u"
+
+
 def result_type(*operands: np.dtype | bool | int | float) -> np.dtype:
     """The dtype an elementwise op computes in, from dtypes and Python scalars."""
     dtypes = [o for o in operands if isinstance(o, np.dtype)]
@@ -63,7 +81,9 @@ def result_type(*operands: np.dtype | bool | int | float) -> np.dtype:
 
 
 def float_result(dtype: np.dtype) -> np.dtype:
-    """The floating dtype a transcendental function returns for ``dtype`` (NumPy's rule)."""
+    """The floating dtype a transcendental function returns for ``dtype``: NumPy's rule for
+    32- and 64-bit integers (float64), and float64 for the narrower ones too, where NumPy
+    gives float16/float32 (the standard leaves integer inputs to the library)."""
     return dtype if is_float(dtype) else float64
 
 

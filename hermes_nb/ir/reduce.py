@@ -28,8 +28,8 @@ class ReduceDef:
     result, as in NumPy; comparisons are false on NaN, so the combine tests for it
     (sums and products carry NaN by arithmetic). ``widens_float32``: float32 accumulates
     in float64 where the device has it, rounded once at the end (as accurate as NumPy's
-    pairwise summation at any length). ``promotes_ints``: bool and integer inputs give
-    int64, NumPy's default integer.
+    pairwise summation at any length). ``promotes_ints``: bool and signed integer inputs
+    give int64, unsigned ones uint64 (NumPy's and the array API's default integers).
     """
 
     name: str
@@ -54,8 +54,10 @@ class ReduceDef:
 
     def result_dtype(self, dtype: np.dtype) -> np.dtype:
         """NumPy's result dtype for an input of ``dtype`` (indices are int64)."""
-        if self.is_arg or (self.promotes_ints and dtype.kind in "biu"):
+        if self.is_arg or (self.promotes_ints and dtype.kind in "bi"):
             return np.dtype(np.int64)
+        if self.promotes_ints and dtype.kind == "u":
+            return np.dtype(np.uint64)
         return dtype
 
 

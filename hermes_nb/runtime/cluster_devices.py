@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.backends import Device, devices, get_device
+from hermes_nb.ir import dtypes
 from hermes_nb.ir.ops import Kind, kind_of
 from hermes_nb.scheduler.history import local_host
 
@@ -32,7 +33,7 @@ log = logging.getLogger("hermes_nb.runtime")
 ENV = "HERMES_DEVICES"
 PLUGIN_NAME = "hermes-devices"
 RESOURCE_PREFIX = "hermes-"
-_DTYPES = ("bool", "int32", "int64", "float32", "float64")
+_DTYPES = dtypes.NAMES
 
 
 @dataclass(frozen=True)

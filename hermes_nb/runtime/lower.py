@@ -176,10 +176,10 @@ def check_allocation(spec: OpSpec, device: Any) -> None:
 
 def has_integer_pow(spec: OpSpec) -> bool:
     """Whether the kernel raises an integer to an integer power (alone or in a fused program)."""
-    if spec.op == "pow":
-        return spec.dtype.kind in "iu"
+    if spec.op == "pow":  # unsigned exponents are never negative
+        return spec.dtype.kind == "i"
     programs = [spec.attrs.get(k) for k in ("program", "prologue", "epilogue")]
-    return any(i.op == "pow" and i.dtype in ("int32", "int64")
+    return any(i.op == "pow" and np.dtype(i.dtype).kind == "i"
                for p in programs if p is not None for i in p.instrs)
 
 

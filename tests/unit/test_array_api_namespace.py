@@ -24,7 +24,8 @@ from hermes_nb.api import (
     utility,
 )
 
-DTYPES = [hm.bool, hm.int32, hm.int64, hm.float32, hm.float64]
+DTYPES = [hm.bool, hm.int8, hm.int16, hm.int32, hm.int64, hm.uint8, hm.uint16, hm.uint32,
+          hm.uint64, hm.float32, hm.float64]
 NEW_FUNCTIONS = [
     "empty", "empty_like", "eye", "full_like", "linspace", "meshgrid", "ones_like", "zeros_like",
     "tril", "triu", "can_cast", "finfo", "iinfo", "isdtype", "result_type", "expand_dims",
@@ -78,11 +79,17 @@ def test_namespace_info_lists_the_real_devices():
 
 def test_namespace_info_dtypes_per_device_and_kind():
     info = hm.__array_namespace_info__()
-    assert list(info.dtypes()) == ["bool", "int32", "int64", "float32", "float64"]
+    assert list(info.dtypes()) == ["bool", "int8", "int16", "int32", "int64", "uint8",
+                                   "uint16", "uint32", "uint64", "float32", "float64"]
     assert info.dtypes(kind="real floating") == {"float32": hm.float32, "float64": hm.float64}
     assert info.dtypes(kind=("bool", "signed integer")) == {
-        "bool": hm.bool, "int32": hm.int32, "int64": hm.int64}
-    assert info.dtypes(kind="unsigned integer") == {}
+        "bool": hm.bool, "int8": hm.int8, "int16": hm.int16, "int32": hm.int32,
+        "int64": hm.int64}
+    assert info.dtypes(kind="unsigned integer") == {
+        "uint8": hm.uint8, "uint16": hm.uint16, "uint32": hm.uint32, "uint64": hm.uint64}
+    assert list(info.dtypes(kind="integral")) == [
+        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+    assert "uint8" in info.dtypes(kind="numeric") and "bool" not in info.dtypes(kind="numeric")
     for dev in hm.devices():
         assert ("float64" in info.dtypes(device=dev.id)) == dev.fp64
     with pytest.raises(ValueError, match="dtypes: kind 'floats' is not a dtype kind; allowed"):
@@ -116,6 +123,9 @@ def test_isdtype():
     assert hm.isdtype(hm.bool, "bool") and not hm.isdtype(hm.bool, "numeric")
     assert hm.isdtype(hm.int32, "signed integer") and hm.isdtype(hm.int64, "integral")
     assert not hm.isdtype(hm.int32, "unsigned integer")
+    assert hm.isdtype(hm.uint8, "unsigned integer") and hm.isdtype(hm.uint64, "integral")
+    assert hm.isdtype(hm.int8, "signed integer") and hm.isdtype(hm.uint16, "numeric")
+    assert not hm.isdtype(hm.uint32, "signed integer") and hm.isdtype("int16", hm.int16)
     assert hm.isdtype(hm.float32, ("integral", "real floating"))
     assert not hm.isdtype(hm.float32, "complex floating")
     assert hm.isdtype(hm.int64, hm.int64) and not hm.isdtype(hm.int64, hm.int32)
@@ -126,9 +136,14 @@ def test_isdtype():
 
 
 def _standard_promotion(a: np.dtype, b: np.dtype) -> np.dtype | None:
-    """The standard's table: within bool, the integers or the floats; None between kinds."""
+    """The standard's table: within bool, the integers or the floats; None between kinds.
+    Signed with unsigned: the signed type wider than the unsigned one (none past 64 bits)."""
     if a == b:
         return a
+    if {a.kind, b.kind} == {"i", "u"}:
+        signed, unsigned = (a, b) if a.kind == "i" else (b, a)
+        size = max(signed.itemsize, 2 * unsigned.itemsize)
+        return np.dtype(f"int{8 * size}") if size <= 8 else None
     if a.kind != b.kind or a.kind == "b":
         return None
     return max(a, b, key=lambda d: d.itemsize)
@@ -155,7 +170,7 @@ def test_result_type_with_tensors_and_python_scalars():
     with pytest.raises(ValueError, match="result_type: at least one Tensor or dtype is needed"):
         hm.result_type(1, 2.0)
     with pytest.raises(TypeError, match="result_type: argument 0='complex64' is not a Hermes "
-                                        "dtype; supported: bool, int32"):
+                                        "dtype; supported: bool, int8"):
         hm.result_type("complex64", hm.float32)
 
 
@@ -175,7 +190,8 @@ def test_finfo(dtype):
     assert hm.finfo(hm.ones(1, dtype=dtype)).dtype == dtype
 
 
-@pytest.mark.parametrize("dtype", [hm.int32, hm.int64])
+@pytest.mark.parametrize("dtype", [hm.int8, hm.int16, hm.int32, hm.int64, hm.uint8, hm.uint16,
+                                   hm.uint32, hm.uint64])
 def test_iinfo(dtype):
     info, ref = hm.iinfo(dtype), np.iinfo(dtype)
     assert (info.bits, info.max, info.min, info.dtype) == (ref.bits, ref.max, ref.min, dtype)
@@ -186,8 +202,9 @@ def test_iinfo(dtype):
     (lambda: hm.finfo(hm.int32), ValueError,
      "finfo: type int32 is not a floating-point dtype; allowed: float32, float64"),
     (lambda: hm.iinfo(hm.float32), ValueError,
-     "iinfo: type float32 is not an integer dtype; allowed: int32, int64"),
-    (lambda: hm.iinfo("uint8"), TypeError, "iinfo: type='uint8' is not a Hermes dtype"),
+     "iinfo: type float32 is not an integer dtype; allowed: int8, int16, int32, int64, uint8, "
+     "uint16, uint32, uint64"),
+    (lambda: hm.iinfo("float16"), TypeError, "iinfo: type='float16' is not a Hermes dtype"),
     (lambda: hm.finfo(1.0), TypeError, "finfo: type must be a dtype or a Tensor, got 1.0"),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_dtype_function_errors(call, error, message):

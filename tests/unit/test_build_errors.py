@@ -314,7 +314,7 @@ def test_float64_pinned_to_device_without_fp64(monkeypatch: pytest.MonkeyPatch) 
 
 # --------------------------------------------------------------------------- dtypes
 
-BAD_DTYPES = ["uint8", "int8", "int16", "uint32", "float16", "complex64", "complex128"]
+BAD_DTYPES = ["float16", "complex64", "complex128", "datetime64[s]", "U3"]
 
 
 @pytest.mark.parametrize("dtype", BAD_DTYPES)
@@ -330,8 +330,8 @@ def test_from_numpy_of_unsupported_dtype(dtype: str) -> None:
 
 
 def test_asarray_with_unsupported_dtype_argument() -> None:
-    with raises(TypeError, "uint8"):
-        hm.asarray([1, 2, 3], dtype="uint8")
+    with raises(TypeError, "float16", "uint8"):
+        hm.asarray([1, 2, 3], dtype="float16")
     with raises(TypeError, "float16"):
         hm.asarray(np.ones(3, np.float32), dtype=np.float16)
 
@@ -341,7 +341,7 @@ def test_asarray_of_strings_is_a_type_error() -> None:
         hm.asarray(np.array(["a", "b"]))
 
 
-@pytest.mark.parametrize("dtype", ["float16", np.uint8, "complex64"])
+@pytest.mark.parametrize("dtype", ["float16", np.float16, "complex64"])
 def test_astype_unsupported(dtype) -> None:
     name = np.dtype(dtype).name
     with raises(TypeError, name):
@@ -357,10 +357,10 @@ def test_factories_with_unsupported_dtype(factory: str) -> None:
 
 
 def test_full_arange_random_with_unsupported_dtype() -> None:
-    with raises(TypeError, "uint8"):
-        hm.full((2,), 3, dtype="uint8")
-    with raises(TypeError, "int16"):
-        hm.arange(5, dtype="int16")
+    with raises(TypeError, "float16"):
+        hm.full((2,), 3, dtype="float16")
+    with raises(TypeError, "complex64"):
+        hm.arange(5, dtype="complex64")
     with raises(TypeError, "float16"):
         hm.Tensor.random((2,), dtype="float16", seed=0)
     with raises(TypeError, "float16"):

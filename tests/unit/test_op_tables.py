@@ -14,6 +14,7 @@ import reference_ops
 
 import hermes_nb as hm
 from hermes_nb.codegen import c_source, numba_cpu
+from hermes_nb.ir import dtypes
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.ops import ELEMENTWISE as ALL_ELEMENTWISE
 from hermes_nb.ir.ops import OPS, Kind
@@ -21,7 +22,7 @@ from hermes_nb.ir.program import Instr, Program
 
 # ``to_device`` only moves data between devices: the fusion passes never put it in a program
 ELEMENTWISE = sorted(ALL_ELEMENTWISE - {"to_device"})
-DTYPES = ("bool", "int32", "int64", "float32", "float64")
+DTYPES = dtypes.NAMES
 REFERENCES = {
     **reference_ops.UNARY_MATH, **reference_ops.PREDICATES, **reference_ops.BITWISE_UNARY,
     **reference_ops.ARITHMETIC, **reference_ops.COMPARISONS, **reference_ops.LOGICAL,
@@ -38,6 +39,7 @@ TABLES: dict[str, tuple[Collection[str], Collection[str]]] = {
     "c_source.VECTOR_MASK_FORMS": (c_source.VECTOR_MASK_FORMS, ()),
     "c_source.FLOAT_HELPERS": (c_source.FLOAT_HELPERS, ()),
     "c_source.INT_HELPERS": (c_source.INT_HELPERS, ()),
+    "c_source.UINT_HELPERS": (c_source.UINT_HELPERS, ()),
 }
 # builders for ops whose public function is not ``hm.<op>(inputs...)``
 BUILDERS: dict[str, Callable[..., Any]] = {

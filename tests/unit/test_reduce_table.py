@@ -50,6 +50,8 @@ def _values(dtype: str) -> np.ndarray:
         info = np.finfo(dtype)
         return np.array([-np.inf, info.min, -1, 0, 1, info.max, np.inf], dtype)
     info = np.iinfo(dtype)
+    if info.min == 0:  # unsigned
+        return np.array([0, 1, info.max - 1, info.max], dtype)
     return np.array([info.min, -1, 0, 1, info.max], dtype)
 
 

@@ -38,7 +38,7 @@ def op_arange(dev: LaunchDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
     if out.size:
         start, step = spec.attrs["start"], spec.attrs["step"]
         integral = all(isinstance(v, (int, np.integer)) for v in (start, step))
-        if spec.dtype.kind in "ib" and integral:
+        if spec.dtype.kind in "ibu" and integral:
             calc = _I64
         else:  # like NumPy: compute in double, then convert
             calc = np.dtype(np.float64 if dev.fp64 else np.float32)

@@ -1,0 +1,269 @@
+"""Every integer dtype on every device, against NumPy: wrap-around arithmetic, division and
+remainder by zero, comparisons, bitwise ops, casts between all dtypes, reductions, matmul
+and stencils. Inputs of ``BIG`` elements run the generated kernels on ``cpu:0`` too
+(Numba above its JIT size); ``SMALL`` ones the NumPy interpreter there."""
+
+from __future__ import annotations
+
+import operator
+import warnings
+
+import numpy as np
+import pytest
+
+import hermes_nb as hm
+
+INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+NEW = ["int8", "int16", "uint8", "uint16", "uint32", "uint64"]
+ALL = ["bool", *INTS, "float32", "float64"]
+BIG = (272, 256)  # above the CPU's JIT size (65536 elements)
+SMALL = (3, 5)
+
+
+def np_ref(fn, *args):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return fn(*args)
+
+
+def checked(assert_close, name, got, expected):
+    """``assert_close``, its failure naming ``name`` (one of several outputs)."""
+    try:
+        assert_close(got, expected)
+    except AssertionError as exc:
+        raise AssertionError(f"{name}: {exc}") from None
+
+
+def full_range(dtype, shape, seed):
+    """Values over the whole range of ``dtype``, with its limits, 0, 1 and -1 among them."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(seed)
+    x = rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    specials = np.array([info.min, info.max, 0, 1, info.max - 1, info.min + 1], dtype=dtype)
+    if info.min < 0:
+        specials = np.concatenate([specials, np.array([-1, -2], dtype=dtype)])
+    x.flat[: specials.size] = specials
+    return x
+
+
+def small_range(dtype, shape, seed, low=-9, high=9):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(seed)
+    return rng.integers(max(low, info.min), high, size=shape, endpoint=True).astype(dtype)
+
+
+WRAPPING = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+            "maximum": np.maximum, "minimum": np.minimum, "bitwise_and": operator.and_,
+            "bitwise_or": operator.or_, "bitwise_xor": operator.xor, "equal": operator.eq,
+            "not_equal": operator.ne, "less": operator.lt, "less_equal": operator.le,
+            "greater": operator.gt, "greater_equal": operator.ge}
+HM_BINARY = {name: getattr(hm, name) for name in WRAPPING}
+
+
+@pytest.mark.parametrize("shape", [BIG, SMALL], ids=["big", "small"])
+@pytest.mark.parametrize("dtype", INTS)
+def test_binary_ops_wrap_like_numpy(device, run_on, assert_close, dtype, shape):
+    x, y = full_range(dtype, shape, 1), full_range(dtype, shape, 2)[::-1].copy()
+    names = list(WRAPPING)
+    got = run_on(device, lambda a, b, z: tuple(HM_BINARY[n](a + z, b) for n in names), x, y,
+                 np.zeros_like(x))
+    for name, g in zip(names, got):
+        checked(assert_close, name, g, np_ref(WRAPPING[name], x, y))
+
+
+@pytest.mark.parametrize("shape", [BIG, SMALL], ids=["big", "small"])
+@pytest.mark.parametrize("dtype", INTS)
+def test_division_and_remainder(device, run_on, assert_close, dtype, shape):
+    """Floor division and remainder over the whole range, by 0 (NumPy gives 0), by -1 and
+    MIN // -1 (wraps to MIN)."""
+    x = full_range(dtype, shape, 3)
+    y = full_range(dtype, shape, 4)
+    y.flat[::7] = 0
+    if np.iinfo(dtype).min < 0:
+        y.flat[1::7] = -1
+    y.flat[2::7] = small_range(dtype, y.flat[2::7].shape, 5)
+    got = run_on(device, lambda a, b, z: ((a + z) // b, (a + z) % b, (a + z) / b), x, y,
+                 np.zeros_like(x))
+    assert_close(got[0], np_ref(np.floor_divide, x, y))
+    assert_close(got[1], np_ref(np.remainder, x, y))
+    assert_close(got[2], np_ref(np.true_divide, x, y))
+
+
+@pytest.mark.parametrize("shape", [BIG, SMALL], ids=["big", "small"])
+@pytest.mark.parametrize("dtype", INTS)
+def test_pow_wraps(device, run_on, assert_close, dtype, shape):
+    x = full_range(dtype, shape, 6)
+    x.flat[::3] = small_range(dtype, x.flat[::3].shape, 7)
+    e = small_range(dtype, shape, 8, low=0, high=70)
+    got = run_on(device, lambda a, b, z: hm.pow(a + z, b), x, e, np.zeros_like(x))
+    assert_close(got, np_ref(np.power, x, e))
+
+
+UNARY = {"negative": np.negative, "abs": np.abs, "sign": np.sign, "square": np.square,
+         "bitwise_invert": np.invert, "floor": np.floor, "ceil": np.ceil, "round": np.round,
+         "trunc": np.trunc, "logical_not": np.logical_not, "isnan": np.isnan,
+         "isfinite": np.isfinite}
+
+
+@pytest.mark.parametrize("shape", [BIG, SMALL], ids=["big", "small"])
+@pytest.mark.parametrize("dtype", INTS)
+def test_unary_ops(device, run_on, assert_close, dtype, shape):
+    x = full_range(dtype, shape, 9)
+    names = list(UNARY)
+    got = run_on(device, lambda a, z: tuple(getattr(hm, n)(a + z) for n in names), x,
+                 np.zeros_like(x))
+    for name, g in zip(names, got):
+        expected = np_ref(UNARY[name], x)
+        if name in ("floor", "ceil", "trunc", "round"):
+            expected = x  # the array API: the integer itself
+        checked(assert_close, name, g, expected)
+    relu = run_on(device, lambda a, z: hm.relu(a + z), x, np.zeros_like(x))
+    assert_close(relu, np.maximum(x, x.dtype.type(0)))
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_float_functions_of_integers(device, run_on, assert_close, dtype):
+    """Every integer dtype gives float64, which the standard leaves to the library (NumPy
+    gives float16 for int8 and float32 for int16; Hermes has no float16)."""
+    x = small_range(dtype, BIG, 10, low=0, high=100)
+    got = run_on(device, lambda a: (hm.sqrt(a), hm.exp(a / 50), hm.sin(a)), x)
+    wide = x.astype(np.float64)
+    assert_close(got[0], np_ref(np.sqrt, wide))
+    assert_close(got[1], np_ref(np.exp, wide / 50))
+    assert_close(got[2], np_ref(np.sin, wide))
+
+
+def _cast_source(source, target, shape, seed):
+    """Values whose cast to ``target`` NumPy defines: integers anywhere (they wrap), floats
+    inside ``target``'s range (outside it the C and NumPy conversions are undefined)."""
+    kind = np.dtype(source).kind
+    if kind == "b":
+        return np.random.default_rng(seed).random(shape) < 0.5
+    if kind in "iu":
+        return full_range(source, shape, seed)
+    rng = np.random.default_rng(seed)
+    if np.dtype(target).kind in "iu":
+        info = np.iinfo(target)
+        lo, hi = max(float(info.min), -1e6), min(float(info.max), 1e6)
+        x = rng.uniform(lo, hi, size=shape).astype(source)
+        return np.clip(x, lo, np.nextafter(np.float32(hi), 0) if hi > 1e6 - 1 else hi - 1)
+    return (rng.standard_normal(shape) * 1e3).astype(source)
+
+
+@pytest.mark.parametrize("shape", [BIG, SMALL], ids=["big", "small"])
+@pytest.mark.parametrize("source", ALL)
+def test_casts_between_all_dtypes(device, run_on, assert_close, source, shape):
+    """astype from ``source`` to every dtype; at least one side is a new integer dtype."""
+    targets = ALL if source in NEW else NEW
+    for target in targets:
+        x = _cast_source(source, target, shape, 11)
+        got = run_on(device, lambda a, z, t=target: (a + z).astype(t), x, np.zeros_like(x))
+        assert_close(got, x.astype(target))
+
+
+@pytest.mark.parametrize("dtype", NEW)
+def test_mixed_promotion(device, run_on, assert_close, dtype):
+    """Every pair of integer dtypes (and with the floats) promotes as in NumPy 2."""
+    x = small_range(dtype, BIG, 12)
+    for other in ALL:
+        y = (small_range(other, BIG, 13) if other in INTS else
+             np.random.default_rng(13).random(BIG).astype(other) < 0.5 if other == "bool" else
+             np.random.default_rng(13).standard_normal(BIG).astype(other))
+        expected = np.add(x, y)
+        with hm.device(device):
+            lazy = hm.add(hm.asarray(x), hm.asarray(y))
+        assert lazy.dtype == expected.dtype, f"{dtype} + {other}"
+        assert hm.result_type(np.dtype(dtype), np.dtype(other)) == expected.dtype
+        assert_close(run_on(device, operator.add, x, y), expected)
+
+
+def test_promotion_examples(device):
+    with hm.device(device):
+        i8, u8 = hm.asarray(np.int8([1])), hm.asarray(np.uint8([1]))
+        assert (i8 + u8).dtype == np.int16
+        assert (hm.asarray(np.uint64([1])) + hm.asarray(np.int64([1]))).dtype == np.float64
+        assert (hm.asarray(np.uint32([1])) + hm.asarray(np.int32([1]))).dtype == np.int64
+        assert (u8 + 255).dtype == np.uint8
+        with pytest.raises(OverflowError, match="300 does not fit in uint8"):
+            u8 + 300  # NumPy 2 and the array API: a Python int must fit the tensor's dtype
+        with pytest.raises(OverflowError, match="-1 does not fit in uint8"):
+            u8 - (-1)
+        assert (u8 * 2.5).dtype == np.float64  # NumPy 2: a Python float is weak only in kind
+
+
+REDUCTIONS = ["sum", "prod", "max", "min", "argmax", "argmin"]
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1], ids=str)
+@pytest.mark.parametrize("dtype", INTS)
+def test_reductions(device, run_on, assert_close, dtype, axis):
+    """sum/prod accumulate in the default integer of the sign (int64, uint64), wrapping;
+    max/min/argmax/argmin over the whole range."""
+    x = full_range(dtype, BIG, 14)
+    got = run_on(device, lambda a, z: tuple(getattr(a + z, op)(axis=axis) for op in REDUCTIONS),
+                 x, np.zeros_like(x))
+    for op, g in zip(REDUCTIONS, got):
+        checked(assert_close, op, g, np_ref(getattr(np, op), x, axis))
+    small = small_range(dtype, (4, 6), 15, low=0, high=5)
+    got = run_on(device, lambda a: (a.sum(axis=axis), a.prod(axis=axis), a.mean()), small)
+    assert_close(got[0], np.sum(small, axis=axis))
+    assert_close(got[1], np.prod(small, axis=axis))
+    assert_close(got[2], np.mean(small))
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_sum_result_dtypes(device, dtype):
+    with hm.device(device):
+        t = hm.asarray(np.zeros(3, dtype=dtype))
+        assert hm.sum(t).dtype == np.sum(np.zeros(3, dtype=dtype)).dtype
+        assert hm.prod(t).dtype == np.prod(np.zeros(3, dtype=dtype)).dtype
+        assert hm.max(t).dtype == np.dtype(dtype)
+        assert hm.sum(t, dtype=dtype).dtype == np.dtype(dtype)
+
+
+@pytest.mark.parametrize("dtype", NEW)
+def test_matmul(device, run_on, assert_close, dtype):
+    a = full_range(dtype, (40, 33), 16)
+    b = full_range(dtype, (33, 21), 17)
+    assert_close(run_on(device, hm.matmul, a, b), np_ref(np.matmul, a, b))
+    got = run_on(device, lambda p, q: hm.matmul(p, q) + 1, a, b)  # with a fused epilogue
+    assert_close(got, np_ref(np.matmul, a, b) + np.array(1, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", NEW)
+def test_where_and_clip(device, run_on, assert_close, dtype):
+    x = full_range(dtype, BIG, 18)
+    y = full_range(dtype, BIG, 19)
+    info = np.iinfo(dtype)
+    lo, hi = info.min // 2 + 1, info.max // 2
+    got = run_on(device, lambda a, b: (hm.where(a > b, a, b), hm.clip(a * 1, lo, hi)), x, y)
+    assert_close(got[0], np.where(x > y, x, y))
+    assert_close(got[1], np.clip(x, lo, hi))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "int16"])
+def test_image_ops_on_integer_images(device, run_on, assert_close, dtype):
+    """An integer image blurs as its float32 copy does (the image ops' convention)."""
+    img = small_range(dtype, (300, 260), 20, low=0, high=255)
+    got = run_on(device, lambda t: hm.gaussian_blur(t, sigma=1.5), img)
+    expected = run_on(device, lambda t: hm.gaussian_blur(t.astype("float32"), sigma=1.5), img)
+    assert_close(got, expected)
+
+
+def _plain(device):
+    return str(device) in ("cpu:0", "opencl:0") or str(device).startswith("cuda")
+
+
+@pytest.mark.parametrize("dtype", NEW)
+def test_generated_kernels_run(device, dtype):
+    """The fused programs above run as generated kernels, not the NumPy fallback (a
+    renderer that lacked a dtype would fall back silently)."""
+    if not _plain(device):
+        pytest.skip(f"{device} is a plug-in device without generated kernels")
+    x = full_range(dtype, BIG, 21)
+    with hm.device(device):
+        a, b = hm.asarray(x), hm.asarray(x[::-1].copy())
+        for out in ((a + b) * b // hm.bitwise_or(a, 1), ((a + b) % (b + 3)).sum(axis=1),
+                    hm.where(a > b, -a, b ** 2).astype("float32")):
+            for kernel in out.explain().kernels:
+                assert kernel.source is not None, f"{kernel.ops} on {device} runs no kernel"
