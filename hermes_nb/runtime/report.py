@@ -229,7 +229,9 @@ def _device_times(kernels: list[Any], transfers: list[Any], compiles: list[Any],
     rows = tuple(_make(DeviceTime, {"device": d, "wall_s": wall, "compile_s": s[0], "run_s": s[1],
                                     "copy_s": s[2], "busy_s": _union(busy[d])})
                  for d, s in sums.items())
-    return rows, max(wall - _union([i for b in busy.values() for i in b]), 0.0)
+    # one device (the usual cell): the time some device was busy is that device's
+    any_busy = rows[0].busy_s if len(rows) == 1 else _union([i for b in busy.values() for i in b])
+    return rows, max(wall - any_busy, 0.0)
 
 
 def _names(profile: Profile) -> dict[str, str]:

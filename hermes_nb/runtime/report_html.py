@@ -139,44 +139,41 @@ _COPY_ROW = ("<tr><td>%s → %s</td><td>%d</td><td>%s</td><td>%.3f</td><td>%s</t
              + _SHARE + "</tr>")
 
 
-def _kernel_cells(key: str, name: str, op: str, devices: tuple[str, ...]) -> str:
-    """A kernel row's first cells."""
-    return (f"<tr><td title='{_e(key)}'>{_e(name)}</td><td>{_e(op)}</td>"
-            f"<td>{_e(', '.join(devices))}</td>")
-
-
-def _op_cells(op: str, count: int, kernels: tuple[str, ...]) -> str:
-    """An op row's first cells."""
-    return f"<tr><td>{_e(op)}</td><td>{count}</td><td>{_e(', '.join(kernels)[:80])}</td>"
-
-
-def _device_rows(r: Report, out: list[str]) -> None:
-    wall = r.wall_s
+def _devices_html(r: Report, out: list[str]) -> None:
+    e, wall = _e, r.wall_s
     for d in r.devices:
-        parts = _parts(d)
+        parts = (d.compile_s, d.run_s, d.copy_s, max(d.wall_s - d.busy_s, 0.0))  # idle_s
         spans = "".join([_SPAN % (100 * s / wall, color, name, 1e3 * s)
                          for (name, color), s in zip(PARTS, parts) if wall > 0 and s > 0])
         peak = r.peaks.get(d.device)
         figures = ("peak unknown" if peak is None else
                    f"{_rate(peak.gb_per_s, 'GB/s')}, {_rate(peak.gflop_per_s, 'GFLOP/s')}")
-        out.append(_DEVICE_ROW % (_e(d.device), spans, 1e3 * parts[0], 1e3 * parts[1],
-                                  1e3 * parts[2], 1e3 * parts[3], _e(figures)))
+        out.append(_DEVICE_ROW % (e(d.device), spans, 1e3 * parts[0], 1e3 * parts[1],
+                                  1e3 * parts[2], 1e3 * parts[3], e(figures)))
 
 
-def _table_rows(r: Report, out: list[str]) -> None:
-    """The kernel, op and copy rows."""
+def _tables_html(r: Report, out: list[str]) -> None:
+    """The kernel, op and copy rows, written inline (what ``_mb``, ``_rate`` and ``_roof``
+    write for the text): right after a run each helper called costs as much as its work."""
+    e = _e
     out.append(_KERNELS_HEAD)
     for k in r.kernels[:TOP]:
-        gflop, x = k.gflop_per_s, k.share
-        out.append(_kernel_cells(k.key, k.name, k.op, k.devices) + _KERNEL_ROW % (
-            1e3 * k.run_s, 1e3 * k.compile_s, min(max(x, 0.0), 1.0) * 80, 100 * x,
-            _mb(k.nbytes), _rate(k.gb_per_s), _rate(gflop),
-            "*" if gflop is not None and k.flops_estimated else "",
-            _roof(k)))  # _roof's words need no escaping
+        gb, gflop, x, roof, n = k.gb_per_s, k.gflop_per_s, k.share, k.roofline, k.nbytes
+        if roof is None:
+            roofs = "peak unknown" if k.peak is None or not k.peak.gb_per_s else "—"
+        else:  # its words need no escaping
+            roofs = f"{100 * roof:.0f}% of {k.bound} peak"
+        out.append(f"<tr><td title='{e(k.key)}'>{e(k.name)}</td><td>{e(k.op)}</td>"
+                   f"<td>{e(', '.join(k.devices))}</td>" + _KERNEL_ROW % (
+                       1e3 * k.run_s, 1e3 * k.compile_s, min(max(x, 0.0), 1.0) * 80, 100 * x,
+                       "—" if n is None else f"{n / 1e6:.2f} MB",
+                       "—" if gb is None else f"{gb:.3g}", "—" if gflop is None else f"{gflop:.3g}",
+                       "*" if gflop is not None and k.flops_estimated else "", roofs))
     out.append(_OPS_HEAD)
     for o in r.ops[:TOP]:
         x = o.share
-        out.append(_op_cells(o.op, o.count, o.kernels)
+        out.append(f"<tr><td>{e(o.op)}</td><td>{o.count}</td>"
+                   f"<td>{e(', '.join(o.kernels)[:80])}</td>"
                    + _OP_ROW % (1e3 * o.seconds, min(max(x, 0.0), 1.0) * 80, 100 * x))
     out.append("</tbody></table><h3>Copies</h3>")
     if not r.copies:
@@ -184,9 +181,9 @@ def _table_rows(r: Report, out: list[str]) -> None:
         return
     out.append(_COPIES_HEAD)
     for c in r.copies:
-        x = c.share
-        out.append(_COPY_ROW % (_e(c.source), _e(c.device), c.count, _mb(c.nbytes),
-                                1e3 * c.seconds, _rate(c.gb_per_s),
+        x, gb = c.share, c.gb_per_s
+        out.append(_COPY_ROW % (e(c.source), e(c.device), c.count, f"{c.nbytes / 1e6:.2f} MB",
+                                1e3 * c.seconds, "—" if gb is None else f"{gb:.3g}",
                                 min(max(x, 0.0), 1.0) * 80, 100 * x))
     out.append("</tbody></table>")
 
@@ -194,13 +191,16 @@ def _table_rows(r: Report, out: list[str]) -> None:
 def fragment(r: Report) -> str:
     """The report as a block of HTML for a notebook output (its style included), built in
     one list joined once."""
-    out = [_HEAD, _TOP % (len(r.kernels), 1e3 * r.wall_s, 1e3 * r.compile_s, 1e3 * r.run_s,
-                          1e3 * r.copy_s, 1e3 * r.no_device_s)]
+    compile_s = run_s = copy_s = 0.0
+    for d in r.devices:
+        compile_s, run_s, copy_s = compile_s + d.compile_s, run_s + d.run_s, copy_s + d.copy_s
+    out = [_HEAD, _TOP % (len(r.kernels), 1e3 * r.wall_s, 1e3 * compile_s, 1e3 * run_s,
+                          1e3 * copy_s, 1e3 * r.no_device_s)]
     out += [f"<li>{_e(s.text)}</li>" for s in r.suggestions] or [
         "<li>none: nothing stands out</li>"]
     out.append(_DEVICES_HEAD)
-    _device_rows(r, out)
-    _table_rows(r, out)
+    _devices_html(r, out)
+    _tables_html(r, out)
     out.append(f"<h3>What fusion saved</h3><p>{_e(_fusion_line(r))}</p>" if r.fusion is not None
                else "<h3>What fusion saved</h3><p class='note'>No plan kept for this run: "
                "fusion savings unknown.</p>")
