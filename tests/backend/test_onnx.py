@@ -113,6 +113,26 @@ def test_unsupported_attribute_values_are_named_at_load() -> None:
         hm.onnx.load(_one_node("Softmax", bogus=1))
 
 
+SMALL_INTS = ("int8", "int16", "uint8", "uint16", "uint32", "uint64")
+
+
+def test_node_cases_of_every_integer_dtype_load() -> None:
+    """The node cases on the narrow and unsigned integers load (none is skipped for its
+    dtype): ONNX's UINT8 ... UINT64 map to Hermes' dtypes."""
+    small = [name for name, case in NODE_CASES.items()
+             if any(np.asarray(a).dtype.name in SMALL_INTS for a in case.data_sets[0][0])]
+    assert len(small) >= 25, small  # Add/Sub/Mul/Div of each, MaxPool uint8, Clip int8
+    for name in small:
+        hm.onnx.load(NODE_CASES[name].model)
+    for dtype in SMALL_INTS:
+        x = helper.make_tensor_value_info("x", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)),
+                                          [3])
+        y = helper.make_tensor_value_info("y", x.type.tensor_type.elem_type, None)
+        graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+        model = hm.onnx.load(helper.make_model(graph))
+        assert model.inputs[0].dtype == np.dtype(dtype)
+
+
 def test_unsupported_dtype_and_dynamic_shape_are_named_at_load() -> None:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2])

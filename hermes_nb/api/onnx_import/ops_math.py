@@ -10,7 +10,7 @@ import numpy as np
 from hermes_nb.api import elementwise as ew
 from hermes_nb.api.linalg import matmul
 from hermes_nb.api.manipulation import matrix_transpose
-from hermes_nb.api.onnx_import.table import DTYPES, Inputs, OnnxNode, OpSpec, norm_axis, spec
+from hermes_nb.api.onnx_import.table import DTYPE_NAMES, DTYPES, Inputs, OnnxNode, OpSpec, norm_axis, spec
 from hermes_nb.api.reductions import max as reduce_max
 from hermes_nb.api.reductions import mean, sum
 from hermes_nb.api.tensor import Tensor
@@ -107,8 +107,7 @@ def _check_constant(n: OnnxNode) -> None:
 
         elem = value.data_type
         if elem not in DTYPES:
-            raise n.unsupported(f"a value of ONNX element type {elem}", "float32, float64, "
-                                "int32, int64, bool")
+            raise n.unsupported(f"a value of ONNX element type {elem}", DTYPE_NAMES)
         array = numpy_helper.to_array(value)
     else:
         array = np.asarray(value, np.float32 if "float" in forms[0] else np.int64)

@@ -11,11 +11,15 @@ import numpy as np
 
 from hermes_nb.api.creation import asarray
 from hermes_nb.api.tensor import Tensor
+from hermes_nb.ir import dtypes
 
-# ONNX TensorProto element types Hermes has a dtype for
-DTYPES = {1: np.dtype("float32"), 11: np.dtype("float64"), 6: np.dtype("int32"),
-          7: np.dtype("int64"), 9: np.dtype("bool")}
-DTYPE_NAMES = "float32, float64, int32, int64, bool"
+# ONNX TensorProto element types by dtype name (onnx.proto's TensorProto.DataType)
+ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6,
+              "int64": 7, "bool": 9, "float16": 10, "float64": 11, "uint32": 12, "uint64": 13,
+              "complex64": 14, "complex128": 15}
+# the ones Hermes has a dtype for
+DTYPES = {ONNX_TYPES[name]: np.dtype(name) for name in dtypes.NAMES if name in ONNX_TYPES}
+DTYPE_NAMES = ", ".join(d.name for d in DTYPES.values())
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
