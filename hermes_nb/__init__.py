@@ -258,6 +258,8 @@ __all__ = [
     "iinfo",
     "image",
     "inf",
+    "int8",
+    "int16",
     "int32",
     "int64",
     "isdtype",
@@ -267,8 +269,6 @@ __all__ = [
     "less",
     "less_equal",
     "linspace",
-    "int8",
-    "int16",
     "load",
     "load_monitor",
     "log",
@@ -334,6 +334,10 @@ __all__ = [
     "tril",
     "triu",
     "trunc",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
     "unstack",
     "var",
     "vecdot",
@@ -346,10 +350,6 @@ __all__ = [
 from hermes_nb import logrecords as _logrecords  # noqa: E402
 
 _logrecords.install()
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
 logs = _logrecords.records
 # and on disk, written in the background, for the lab panel's log section (the server's process)
 from hermes_nb import logsink as _logsink  # noqa: E402
