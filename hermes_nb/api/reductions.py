@@ -40,7 +40,8 @@ def _check_nonempty(op: str, x: Tensor, axes: tuple[int, ...]) -> None:
 
 def _accumulate(op: str, t: Tensor, dtype: object) -> np.dtype:
     """The dtype ``op`` sums or multiplies in: ``dtype`` if given, else the standard's
-    default (bool and integers in the default integer dtype, int64; floats in their own)."""
+    default (bool and signed integers in int64, unsigned ones in uint64: the default
+    integers of each sign; floats in their own)."""
     if dtype is None:
         return REDUCES[op].result_dtype(t.dtype)
     return dtypes.as_dtype(dtype, op=f"{op}: dtype")
@@ -48,13 +49,16 @@ def _accumulate(op: str, t: Tensor, dtype: object) -> np.dtype:
 
 def sum(x: Any, axis: Axis = None, keepdims: bool = False, *, dtype: object = None
         ) -> Tensor:
-    """Sum over ``axis`` (all axes by default), in ``dtype``: by default bool and integers
-    sum in int64 (the default integer dtype), floats in their own dtype. ``x`` is cast to
-    ``dtype`` before it is summed, as the array API standard says.
+    """Sum over ``axis`` (all axes by default), in ``dtype``: by default bool and signed
+    integers sum in int64 (the default integer dtype), unsigned integers in uint64, floats
+    in their own dtype. ``x`` is cast to ``dtype`` before it is summed, as the array API
+    standard says.
 
     >>> import hermes_nb as hm
     >>> hm.sum(hm.asarray([True, True, False])).dtype.name
     'int64'
+    >>> hm.sum(hm.ones(2, dtype=hm.uint8)).dtype.name
+    'uint64'
     >>> hm.sum(hm.asarray([1, 2, 3], dtype=hm.int32), dtype=hm.float32).numpy().item()
     6.0
     """

@@ -16,6 +16,7 @@ from hermes_nb.api.manipulation import broadcast_to, concat, getitem, reshape
 from hermes_nb.api.reductions import sum as _sum
 from hermes_nb.api.tensor import Tensor
 from hermes_nb.ir import dtypes, infer
+from hermes_nb.ir.reduce import REDUCES
 
 Axis = int | Sequence[int] | None
 
@@ -109,7 +110,8 @@ def _edge(name: str, value: Any, t: Tensor, axis: int) -> Tensor | None:
 def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: object = None,
                    include_initial: bool = False) -> Tensor:
     """Running sums along ``axis`` (which may be None only for a 1-D ``x``), in ``dtype``
-    (by default as ``sum``: int64 for bool and integers, else ``x``'s dtype). With
+    (by default as ``sum``: int64 for bool and signed integers, uint64 for unsigned ones,
+    else ``x``'s dtype). With
     ``include_initial`` the result starts with a 0. Computed in log2(n) shifted adds
     (Hillis-Steele), each one fused elementwise kernel, so float sums may round
     differently from a sequential loop.
@@ -153,7 +155,7 @@ def _scan(op: str, x: Any, axis: int | None, dtype: object, include_initial: boo
         raise TypeError(f"{op}: include_initial must be True or False, got {include_initial!r}")
     ax = infer.normalize_axis(op, axis, t.ndim)
     work = dtypes.as_dtype(dtype, op=op) if dtype is not None else (
-        dtypes.int64 if not dtypes.is_float(t.dtype) else t.dtype)
+        REDUCES["sum"].result_dtype(t.dtype))
     out = astype(t, work)
     size, shift = t.shape[ax], 1
     while shift < size:

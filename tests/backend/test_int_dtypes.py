@@ -219,6 +219,17 @@ def test_sum_result_dtypes(device, dtype):
         assert hm.prod(t).dtype == np.prod(np.zeros(3, dtype=dtype)).dtype
         assert hm.max(t).dtype == np.dtype(dtype)
         assert hm.sum(t, dtype=dtype).dtype == np.dtype(dtype)
+        assert hm.linalg.trace(hm.reshape(t, (1, 3)) * t).dtype == hm.sum(t).dtype
+
+
+@pytest.mark.parametrize("dtype", NEW)
+def test_cumulative_sum(device, run_on, assert_close, dtype):
+    """The standard: running sums of unsigned integers are uint64, of signed ones int64."""
+    x = full_range(dtype, (5, 37), 22)
+    got = run_on(device, lambda a: (hm.cumulative_sum(a, axis=1), hm.cumulative_prod(a, axis=0)),
+                 x)
+    assert_close(got[0], np.cumsum(x, axis=1))
+    assert_close(got[1], np.cumprod(x, axis=0))
 
 
 @pytest.mark.parametrize("dtype", NEW)
