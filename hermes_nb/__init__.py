@@ -9,6 +9,14 @@
 
 from hermes_nb.api import cluster, image, random
 from hermes_nb.api import onnx_import as onnx
+from hermes_nb.api.composed import (  # array-API elementwise functions built from other ops
+    bitwise_left_shift,
+    bitwise_right_shift,
+    logical_xor,
+    nextafter,
+    positive,
+    signbit,
+)
 from hermes_nb.api.construct import (
     empty,
     empty_like,
@@ -207,7 +215,9 @@ __all__ = [
     "atanh",
     "bitwise_and",
     "bitwise_invert",
+    "bitwise_left_shift",
     "bitwise_or",
+    "bitwise_right_shift",
     "bitwise_xor",
     "bool",
     "broadcast_arrays",
@@ -279,6 +289,7 @@ __all__ = [
     "logical_and",
     "logical_not",
     "logical_or",
+    "logical_xor",
     "matmul",
     "matrix_transpose",
     "max",
@@ -292,6 +303,7 @@ __all__ = [
     "nan",
     "negative",
     "newaxis",
+    "nextafter",
     "not_equal",
     "ones",
     "ones_like",
@@ -301,6 +313,7 @@ __all__ = [
     "persist",
     "pi",
     "policy",
+    "positive",
     "pow",
     "prod",
     "random",
@@ -315,6 +328,7 @@ __all__ = [
     "searchsorted",
     "sigmoid",
     "sign",
+    "signbit",
     "sin",
     "sinh",
     "sobel",

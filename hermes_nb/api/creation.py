@@ -187,10 +187,11 @@ def _refuse_copy(what: str, why: str) -> None:
 
 
 def _tensor_as(tensor: Tensor, dtype: object, copy: bool | None) -> Tensor:
-    """A tensor is immutable, so ``copy=True`` has nothing to protect; a dtype change makes
-    a new tensor, which ``copy=False`` refuses."""
+    """A tensor's value never changes, so ``copy=True`` needs no data copy, only a new
+    Tensor object (``x[key] = value`` rebinds the object it is applied to, which must not
+    reach the original); a dtype change makes a new tensor, which ``copy=False`` refuses."""
     if dtype is None:
-        return tensor
+        return Tensor(tensor.node) if copy else tensor
     if copy is False:
         want = dtypes.as_dtype(dtype, op="asarray")
         if want != tensor.dtype:

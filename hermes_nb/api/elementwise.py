@@ -63,9 +63,10 @@ def astype(x: Tensor, dtype: object, /, *, copy: bool = True, device: Any = None
     """``x`` converted to ``dtype`` (to bool: nonzero; floats to ints truncate), moved to
     ``device`` if given.
 
-    Tensors are immutable, so ``copy`` changes nothing: any value gives the same lazy
-    tensor, and ``copy=False`` never raises (a cast to ``x``'s own dtype returns ``x``, a
-    real cast a new tensor), unlike ``asarray(copy=False)``.
+    A tensor's value never changes, so ``copy`` copies no data: ``copy=False`` never raises
+    (a cast to ``x``'s own dtype returns ``x``, a real cast a new tensor), unlike
+    ``asarray(copy=False)``, and ``copy=True`` gives a new Tensor object even for ``x``'s
+    own dtype, so that ``out[key] = value`` leaves ``x`` as it was.
 
     >>> import hermes_nb as hm
     >>> t = hm.asarray([1.7, -2.5])
@@ -79,7 +80,10 @@ def astype(x: Tensor, dtype: object, /, *, copy: bool = True, device: Any = None
         raise TypeError(f"astype: copy must be True or False, got {copy!r}")
     if not isinstance(x, Tensor):
         x = _as_tensor(x, "astype")
-    out = x if x.dtype == target else Tensor(make_node("astype", (x.node,), x.shape, target))
+    if x.dtype != target:
+        out = Tensor(make_node("astype", (x.node,), x.shape, target))
+    else:
+        out = Tensor(x.node) if copy else x
     if device is not None:
         from hermes_nb.api.namespace_info import device_id
 
@@ -183,28 +187,23 @@ def _reject_negative_exponent(exponent: Any, dtype: np.dtype) -> None:
 # ---- logic --------------------------------------------------------------------------
 
 
-def _logical_operand(value: Any, op: str, operator: str | None) -> Tensor:
-    t = _as_tensor(value, op)
-    if operator is not None and not dtypes.is_bool(t.dtype):
-        raise TypeError(
-            f"{op}: operator {operator} needs bool tensors, got {t.dtype.name}; "
-            f"use hm.{op}(...) to treat nonzero values as True"
-        )
-    return astype(t, dtypes.bool_)
+def _logical_operand(value: Any, op: str) -> Tensor:
+    """``value`` as a bool tensor: nonzero values count as True."""
+    return astype(_as_tensor(value, op), dtypes.bool_)
 
 
-def logical_and(x1: Operand, x2: Operand, *, operator: str | None = None) -> Tensor:
-    a, b = _logical_operand(x1, "logical_and", operator), _logical_operand(x2, "logical_and", operator)
+def logical_and(x1: Operand, x2: Operand) -> Tensor:
+    a, b = _logical_operand(x1, "logical_and"), _logical_operand(x2, "logical_and")
     return _elementwise("logical_and", [a, b], dtypes.bool_)
 
 
-def logical_or(x1: Operand, x2: Operand, *, operator: str | None = None) -> Tensor:
-    a, b = _logical_operand(x1, "logical_or", operator), _logical_operand(x2, "logical_or", operator)
+def logical_or(x1: Operand, x2: Operand) -> Tensor:
+    a, b = _logical_operand(x1, "logical_or"), _logical_operand(x2, "logical_or")
     return _elementwise("logical_or", [a, b], dtypes.bool_)
 
 
-def logical_not(x: Operand, *, operator: str | None = None) -> Tensor:
-    return _elementwise("logical_not", [_logical_operand(x, "logical_not", operator)], dtypes.bool_)
+def logical_not(x: Operand) -> Tensor:
+    return _elementwise("logical_not", [_logical_operand(x, "logical_not")], dtypes.bool_)
 
 
 # ---- selection ----------------------------------------------------------------------

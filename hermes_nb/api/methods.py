@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.api import (
+    composed,
     creation,
     dlpack,
     elementwise,
@@ -74,7 +75,13 @@ _REFLECTED = {
     "truediv": elementwise.divide, "floordiv": elementwise.floor_divide,
     "mod": elementwise.remainder, "pow": elementwise.pow, "matmul": linalg.matmul,
 }
-_LOGICAL = {"and": (elementwise.logical_and, "&"), "or": (elementwise.logical_or, "|")}
+# the array API's bitwise operators: ``&``, ``|``, ``^`` and ``~`` on integers and bools
+# (on bools they are the logical ones); floats are refused with the op's TypeError
+_BITWISE = {
+    "and": elementwise.bitwise_and, "or": elementwise.bitwise_or,
+    "xor": elementwise.bitwise_xor, "lshift": composed.bitwise_left_shift,
+    "rshift": composed.bitwise_right_shift,
+}
 _COMPARISONS = {
     "eq": elementwise.equal, "ne": elementwise.not_equal, "lt": elementwise.less,
     "le": elementwise.less_equal, "gt": elementwise.greater, "ge": elementwise.greater_equal,
@@ -87,6 +94,23 @@ def _getitem(self: Tensor, key: Any) -> Tensor:
     if isinstance(mask, (Tensor, np.ndarray)) and mask.dtype == np.bool_:
         return searching.boolean_mask(self, mask)  # data-dependent: the mask is read now
     return manipulation.getitem(self, key)
+
+
+def _setitem(self: Tensor, key: Any, value: Any) -> None:
+    """``x[key] = value``: ``x`` now stands for ``x.at[key].set(value)``, a new lazy value.
+
+    The tensor's value itself never changes: graphs built from ``x`` before keep reading the
+    old value (there are no views to update), and so does a tensor ``x`` was copied into
+    (``asarray(x, copy=True)``); only this ``Tensor`` object moves to the new value.
+
+    >>> import hermes_nb as hm
+    >>> x = hm.zeros(3)
+    >>> y = x + 1
+    >>> x[1] = 5.0
+    >>> x.numpy().tolist(), y.numpy().tolist()
+    ([0.0, 5.0, 0.0], [1.0, 1.0, 1.0])
+    """
+    self._node = searching.IndexUpdate(self, key).set(value).node
 
 
 def _transposed(self: Tensor) -> Tensor:
@@ -183,8 +207,9 @@ def _methods() -> dict[str, Any]:
         "from_numpy": classmethod(_from_numpy), "random": classmethod(_random),
         "astype": _astype,
         "__neg__": _unary(elementwise.negative), "__abs__": _unary(elementwise.abs),
-        "__invert__": _unary(elementwise.logical_not, operator="~"),
-        "__getitem__": _getitem, "T": property(_transposed), "reshape": _reshape,
+        "__invert__": _unary(elementwise.bitwise_invert),
+        "__getitem__": _getitem, "__setitem__": _setitem,
+        "T": property(_transposed), "reshape": _reshape,
         "at": property(searching.IndexUpdates),
         "mT": property(_matrix_transposed), "__array_namespace__": _array_namespace,
         "to_device": _to_device,
@@ -194,8 +219,8 @@ def _methods() -> dict[str, Any]:
     }
     for name, fn in _REFLECTED.items():
         methods[f"__{name}__"], methods[f"__r{name}__"] = _binary(fn)
-    for name, (fn, symbol) in _LOGICAL.items():
-        methods[f"__{name}__"], methods[f"__r{name}__"] = _binary(fn, operator=symbol)
+    for name, fn in _BITWISE.items():
+        methods[f"__{name}__"], methods[f"__r{name}__"] = _binary(fn)
     for name, fn in _COMPARISONS.items():
         methods[f"__{name}__"] = _comparison(fn)
     for fn in (reductions.sum, reductions.prod, reductions.mean, reductions.max,

@@ -174,18 +174,30 @@ def test_invert_bool(device, run_on, assert_close, sample):
     assert_close(run_on(device, operator.invert, x), ~x)
 
 
-@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
-@pytest.mark.parametrize("opname", ["and", "or", "invert"])
-def test_logical_operators_reject_non_bool(device, dtype, opname):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("opname", ["and", "or", "xor", "invert", "lshift"])
+def test_bitwise_operators_reject_floats(device, dtype, opname):
+    # & | ^ ~ << are the array API's bitwise operators: integers and bools only
     with hm.device(device):
         t = hm.ones((3,), dtype=dtype)
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError, match="integer"):
             if opname == "and":
                 _ = t & t
             elif opname == "or":
                 _ = t | t
+            elif opname == "xor":
+                _ = t ^ t
+            elif opname == "lshift":
+                _ = t << 1
             else:
                 _ = ~t
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_bitwise_operators_on_integers(device, run_on, assert_close, sample, dtype):
+    x, y = sample(SHAPE, dtype, seed=7), sample(SHAPE, dtype, seed=8)
+    got = run_on(device, lambda a, b: ((a & b) | (a ^ ~b)) + (a << 3) + (b >> 2), x, y)
+    assert_close(got, ((x & y) | (x ^ ~y)) + (x << 3) + (y >> 2), dtype=dtype)
 
 
 # ----------------------------------------------------------------------------
