@@ -197,6 +197,11 @@ def matrix_transpose(x: Any, /) -> Tensor:
     return permute_dims(t, (*range(t.ndim - 2), t.ndim - 1, t.ndim - 2))
 
 
+class AxisError(ValueError, IndexError):
+    """An axis out of range: the ``ValueError`` Hermes raises for one, and the
+    ``IndexError`` the array API asks of ``expand_dims`` (NumPy's ``AxisError`` is both)."""
+
+
 def expand_dims(x: Any, /, *, axis: int = 0) -> Tensor:
     """``x`` with a new axis of size 1 at position ``axis`` (``-x.ndim - 1`` to ``x.ndim``).
 
@@ -205,7 +210,10 @@ def expand_dims(x: Any, /, *, axis: int = 0) -> Tensor:
     (2, 3, 1)
     """
     t = _as_tensor(x, "expand_dims")
-    ax = infer.normalize_axis("expand_dims", axis, t.ndim + 1)
+    try:
+        ax = infer.normalize_axis("expand_dims", axis, t.ndim + 1)
+    except ValueError as exc:  # the standard asks an IndexError of expand_dims
+        raise AxisError(str(exc)) from None
     return reshape(t, (*t.shape[:ax], 1, *t.shape[ax:]))
 
 

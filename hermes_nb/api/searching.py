@@ -61,7 +61,8 @@ def _value(t: Tensor) -> Any:
 
 def _back(array: Any, like: Tensor) -> Tensor:
     """``array`` as a tensor on ``like``'s device (unplaced when ``like`` is)."""
-    host = np.ascontiguousarray(array) if isinstance(array, np.ndarray) else array
+    # np.asarray(order="C"), not ascontiguousarray: that turns a 0-d array into shape (1,)
+    host = np.asarray(array, order="C") if isinstance(array, np.ndarray) else array
     return asarray(host, device=like.device)
 
 
@@ -213,10 +214,13 @@ def boolean_mask(x: Any, mask: Any) -> Tensor:
     m = mask.numpy() if isinstance(mask, Tensor) else np.asarray(mask)
     if m.dtype != np.bool_:
         raise TypeError(f"getitem: a mask must be bool, got dtype {m.dtype.name}")
-    if m.ndim == 0 or m.shape != t.shape[:m.ndim]:
+    if m.ndim == 0:  # x[True] is x with a new leading axis of 1, x[False] an empty one
+        t, m = reshape(t, (1, *t.shape)), m.reshape(1)
+    if m.shape != t.shape[:m.ndim]:
         raise IndexError(f"getitem: a mask of shape {infer.fmt(m.shape)} must match the "
-                         f"leading dimensions of x (shape {infer.fmt(t.shape)}), at least 1")
-    rows = reshape(t, (-1, *t.shape[m.ndim:]))
+                         f"leading dimensions of x (shape {infer.fmt(t.shape)})")
+    # the row count spelt out: -1 cannot be inferred when a trailing dimension is 0
+    rows = reshape(t, (m.size, *t.shape[m.ndim:]))
     return _gather(rows, np.flatnonzero(m), 0)
 
 

@@ -173,7 +173,9 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None)
     """Where each value of ``x2`` would go in the sorted 1-D ``x1`` to keep it sorted: the
     count of ``x1``'s elements below it (``side="left"``) or not above it (``"right"``);
     int64. One fused comparison-and-count over ``x1.size * x2.size`` pairs, so it suits a
-    short ``x1``. ``sorter`` is not supported (``None`` only). NaN sorts last, as in NumPy.
+    short ``x1``. Counting needs no order, so ``x1`` need not be sorted and ``sorter`` (the
+    indices that sort ``x1``, which give the same answer) is only checked. NaN sorts last,
+    as in NumPy.
 
     >>> import hermes_nb as hm
     >>> hm.searchsorted(hm.asarray([1, 3, 5]), hm.asarray([0, 3, 6])).numpy().tolist()
@@ -184,8 +186,12 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None)
         raise ValueError(f"searchsorted: x1 must be 1-D, got shape {infer.fmt(a.shape)}")
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
-    if sorter is not None:
-        raise ValueError("searchsorted: sorter is not supported; pass x1 sorted (sorter=None)")
+    if sorter is not None:  # the counts below need no order, so sorter is only checked
+        order = _as_tensor(sorter, "searchsorted")
+        if order.dtype.kind not in "iu" or order.shape != a.shape:
+            raise TypeError(f"searchsorted: sorter must be an integer array of x1's shape "
+                            f"{infer.fmt(a.shape)}, got dtype {order.dtype.name} and shape "
+                            f"{infer.fmt(order.shape)}")
     column = reshape(v, (*v.shape, 1))
     # NaN sorts after every number: it is below no value, and not above a NaN value
     if side == "left":

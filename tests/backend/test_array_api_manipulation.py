@@ -258,8 +258,8 @@ _M = hm.zeros((2, 3))
     (lambda: hm.searchsorted(_M, 1.0), ValueError, "searchsorted: x1 must be 1-D, got shape (2, 3)"),
     (lambda: hm.searchsorted(hm.ones(3), 1.0, side="middle"), ValueError,
      "searchsorted: side must be 'left' or 'right', got 'middle'"),
-    (lambda: hm.searchsorted(hm.ones(3), 1.0, sorter=hm.arange(3)), ValueError,
-     "searchsorted: sorter is not supported"),
+    (lambda: hm.searchsorted(hm.ones(3), 1.0, sorter=hm.ones(3)), TypeError,
+     "searchsorted: sorter must be an integer array of x1's shape (3,), got dtype float64"),
     (lambda: hm.reshape(_M, (3, 2), copy="no"), TypeError,
      "reshape: copy must be True, False or None, got 'no'"),
 ], ids=lambda v: v if isinstance(v, str) else "")
