@@ -25,11 +25,12 @@ import scipy.ndimage
 import hermes_nb as hm
 from hermes_nb.codegen import numba_cpu
 from hermes_nb.compiler import fuse_elementwise
+from hermes_nb.ir import dtypes
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.program import Instr, Program
 
 INTERP = ArrayOps(np, scipy.ndimage)
-DTYPES = ("bool", "int32", "int64", "float32", "float64")
+DTYPES = dtypes.NAMES
 TOL = {"float32": (1e-6, 1e-6), "float64": (1e-14, 1e-14)}
 
 FLOAT_UNARY = ("negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu",
@@ -117,10 +118,12 @@ def data_for(dtype: str) -> list[np.ndarray]:
     """x and y over all pairs of interesting values (plus random ones), cond, z."""
     if dtype == "bool":
         vals = np.array([False, True])
-    elif dtype.startswith("int"):
+    elif np.dtype(dtype).kind in "iu":
         info = np.iinfo(dtype)
-        vals = np.array([0, 1, -1, 2, -2, 3, 7, -7, 100, -100, info.max, info.min, info.max - 1,
-                         info.min + 1, 12345, -98765 % info.max], dtype=dtype)
+        span = info.max - info.min + 1  # the values wrapped into the dtype, as NumPy casts
+        vals = np.array([(v - info.min) % span + info.min for v in (
+            0, 1, -1, 2, -2, 3, 7, -7, 100, -100, info.max, info.min, info.max - 1,
+            info.min + 1, 12345, -98765 % info.max)], dtype=dtype)
     else:
         info = np.finfo(dtype)
         vals = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, -7.25, 1e-3, 88.5, 89.0,
@@ -129,9 +132,13 @@ def data_for(dtype: str) -> list[np.ndarray]:
     x, y = (a.ravel() for a in np.meshgrid(vals, vals, indexing="ij"))
     rng = np.random.default_rng(0)
     if dtype != "bool":
-        extra = rng.standard_normal(3000) * (4 if dtype.startswith("float") else 1000)
-        x = np.concatenate([x, extra.astype(dtype)])
-        y = np.concatenate([y, rng.standard_normal(3000).astype(dtype) * 3 + (dtype[0] == "i")])
+        floats = dtype.startswith("float")
+        extra = rng.standard_normal(3000) * (4 if floats else 1000)
+        # integers: through int64, so that negative values wrap into unsigned dtypes
+        x = np.concatenate([x, extra.astype(dtype if floats else np.int64).astype(dtype)])
+        small = rng.standard_normal(3000) * 3
+        y = np.concatenate([y, small.astype(dtype) if floats else
+                            (small.astype(np.int64) + 1).astype(dtype)])
     else:
         x = np.concatenate([x, rng.random(3000) < 0.5])
         y = np.concatenate([y, rng.random(3000) < 0.5])
@@ -143,7 +150,7 @@ def data_for(dtype: str) -> list[np.ndarray]:
 def assert_matches(got: np.ndarray, want: np.ndarray, label: str, x: np.ndarray) -> None:
     assert got.dtype == want.dtype, label
     assert got.shape == want.shape, label
-    if label.startswith("astype_int") and x.dtype.kind == "f":
+    if label.startswith(("astype_int", "astype_uint")) and x.dtype.kind == "f":
         # float -> int of NaN/Inf/out-of-range values is undefined in C and differs by CPU
         info = np.iinfo(got.dtype)
         keep = np.isfinite(x) & (x > info.min) & (x < info.max)
@@ -319,7 +326,7 @@ def test_supports_and_unknown_ops() -> None:
 
 
 @pytest.mark.parametrize(("dtype", "values"), list(itertools.product(
-    ("int32", "int64"), [((7, -7, 0, -1), (0, 0, 0, -1))])))
+    ("int8", "int16", "int32", "int64"), [((7, -7, 0, -1), (0, 0, 0, -1))])))
 def test_integer_division_by_zero_gives_zero(dtype: str, values: tuple) -> None:
     program, labels = program_for(dtype)
     info = np.iinfo(dtype)
