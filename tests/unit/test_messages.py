@@ -32,7 +32,7 @@ CASES = [
      r"nested list must have the same length"),
     ("list of None", lambda: hm.asarray([None]), TypeError,
      r"^asarray: input must hold bools, ints or floats, got dtype object \(\[None\]\); "
-     r"supported dtypes: bool, int32, int64, float32, float64"),
+     r"supported dtypes: bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64"),
     ("zeros(None)", lambda: hm.zeros(None), TypeError,
      r"^zeros: shape must be an int or a sequence of ints, got None"),
     ("ones('3')", lambda: hm.ones("3"), TypeError,
