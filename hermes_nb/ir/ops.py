@@ -21,7 +21,7 @@ To add an elementwise op:
 
 1. one ``OpDef`` line in ``OPS`` below: name, one-line doc, dtype rule, NumPy form;
 2. one row in each renderer table: ``C_FORMS`` in ``codegen/c_source.py`` (OpenCL C and
-   CUDA; a helper in ``FLOAT_HELPERS``/``INT_HELPERS`` if a form calls one) and
+   CUDA; a helper in ``FLOAT_HELPERS``/``INT_HELPERS``/``UINT_HELPERS`` if a form calls one) and
    ``NUMBA_FORMS`` in ``codegen/numba_cpu.py``;
 3. its NumPy reference in ``tests/reference_ops.py`` (the tests' own oracle) and its name
    in the elementwise import block of ``hermes_nb/__init__.py``.
