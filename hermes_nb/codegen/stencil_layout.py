@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hermes_nb.codegen.c_source import OpenCLRenderer
+from hermes_nb.ir import dtypes
 from hermes_nb.ir.stencil import ConvStage, PointStage, StencilProgram
 
 __all__ = ["CPU_TILE", "CUDA_CONFIG", "FLOATS", "Layout", "StencilConfig", "Tile", "UnsupportedStencil",
            "grid", "layout", "local_bytes", "opencl_config", "smaller", "vector_dtype"]
 
-FLOATS = ("float32", "float64")
+FLOATS = dtypes.FLOAT_NAMES
 
 
 class UnsupportedStencil(ValueError):
