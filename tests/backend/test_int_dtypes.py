@@ -146,7 +146,13 @@ def _cast_source(source, target, shape, seed):
         info = np.iinfo(target)
         lo, hi = max(float(info.min), -1e6), min(float(info.max), 1e6)
         x = rng.uniform(lo, hi, size=shape).astype(source)
-        return np.clip(x, lo, np.nextafter(np.float32(hi), 0) if hi > 1e6 - 1 else hi - 1)
+        x = np.clip(x, lo, np.nextafter(np.float32(hi), 0) if hi > 1e6 - 1 else hi - 1)
+        if np.dtype(target).itemsize == 8:  # the top of the 64-bit ranges, exact in floats
+            top = [2.0**62, 2.0**62 + 2.0**40, -(2.0**62)]
+            if info.min == 0:
+                top = [2.0**63, 2.0**63 + 2.0**40, 1.5e19]
+            x.flat[:3] = np.array(top, dtype=source)
+        return x
     return (rng.standard_normal(shape) * 1e3).astype(source)
 
 
@@ -278,3 +284,20 @@ def test_generated_kernels_run(device, dtype):
                     hm.where(a > b, -a, b ** 2).astype("float32")):
             for kernel in out.explain().kernels:
                 assert kernel.source is not None, f"{kernel.ops} on {device} runs no kernel"
+
+
+@pytest.mark.parametrize("dtype", NEW)
+def test_python_scalar_limits_as_kernel_arguments(device, run_on, assert_close, dtype):
+    """Python ints at the dtype's limits reach the kernels as scalars of that dtype (uint64's
+    top half does not fit a C ``long``)."""
+    x = full_range(dtype, BIG, 23)
+    info = np.iinfo(dtype)
+    hi, lo = int(info.max), int(info.min)
+    got = run_on(device, lambda t: (t + hi, t * lo + 1, (t - 1) // hi, hm.maximum(t * 1, hi - 1),
+                                    hm.where(t > hi // 2, t, lo)), x)
+    with np.errstate(all="ignore"):
+        assert_close(got[0], x + hi)
+        assert_close(got[1], x * np.array(lo, dtype) + np.array(1, dtype))
+        assert_close(got[2], (x - np.array(1, dtype)) // np.array(hi, dtype))
+        assert_close(got[3], np.maximum(x, np.array(hi - 1, dtype)))
+        assert_close(got[4], np.where(x > hi // 2, x, np.array(lo, dtype)))
