@@ -258,13 +258,29 @@ def test_where_and_clip(device, run_on, assert_close, dtype):
     assert_close(got[1], np.clip(x, lo, hi))
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "uint16", "int16"])
-def test_image_ops_on_integer_images(device, run_on, assert_close, dtype):
-    """An integer image blurs as its float32 copy does (the image ops' convention)."""
+IMAGE_OPS = {
+    "gaussian_blur": lambda t: hm.gaussian_blur(t, sigma=1.5),
+    "sobel": lambda t: hm.sobel(t, axis=-2, border="replicate"),
+    "sobel_edge_detection": hm.sobel_edge_detection,
+    "conv2d": lambda t: hm.conv2d(t, np.array([[0, 1, 0], [1, -4, 1], [0, 1, 0]]), "constant"),
+    "pipeline": hm.compose(hm.gaussian_blur(kernel_size=3), hm.sobel_edge_detection()),
+}
+
+
+@pytest.mark.parametrize("op", list(IMAGE_OPS))
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "int8", "int16"])
+def test_image_ops_on_integer_images(device, run_on, assert_close, dtype, op):
+    """An integer image (uint8: the usual one) filters as its float32 copy does (the image
+    ops' convention), in one generated kernel where float32 images get one."""
     img = small_range(dtype, (300, 260), 20, low=0, high=255)
-    got = run_on(device, lambda t: hm.gaussian_blur(t, sigma=1.5), img)
-    expected = run_on(device, lambda t: hm.gaussian_blur(t.astype("float32"), sigma=1.5), img)
+    fn = IMAGE_OPS[op]
+    got = run_on(device, fn, img)
+    expected = run_on(device, lambda t: fn(t.astype("float32")), img)
     assert_close(got, expected)
+    if "fused_stencil" in device.fused_ops:  # the cast joins the stencil kernel
+        with hm.device(device):
+            ints, floats = (fn(hm.asarray(a)).explain() for a in (img, img.astype(np.float32)))
+        assert len(ints.kernels) == len(floats.kernels)
 
 
 def _plain(device):
