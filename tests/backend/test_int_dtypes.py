@@ -317,3 +317,22 @@ def test_python_scalar_limits_as_kernel_arguments(device, run_on, assert_close, 
         assert_close(got[2], (x - np.array(1, dtype)) // np.array(hi, dtype))
         assert_close(got[3], np.maximum(x, np.array(hi - 1, dtype)))
         assert_close(got[4], np.where(x > hi // 2, x, np.array(lo, dtype)))
+
+
+@pytest.mark.parametrize("dtype", NEW)
+def test_creation_functions(device, run_on, assert_close, dtype):
+    info = np.iinfo(dtype)
+    hi, lo = int(info.max), int(info.min)
+    with hm.device(device):
+        got = hm.compute(hm.full((3, 2), hi, dtype=dtype), hm.full((4,), lo, dtype=dtype),
+                         hm.zeros((2,), dtype=dtype), hm.ones((2, 2), dtype=dtype),
+                         hm.arange(0, 90, 7, dtype=dtype), hm.eye(3, k=1, dtype=dtype),
+                         hm.asarray([lo, 0, hi], dtype=dtype),
+                         hm.full_like(hm.asarray(np.zeros(3, np.float32)), 5, dtype=dtype))
+    want = [np.full((3, 2), hi, dtype), np.full((4,), lo, dtype), np.zeros(2, dtype),
+            np.ones((2, 2), dtype), np.arange(0, 90, 7, dtype=dtype), np.eye(3, k=1, dtype=dtype),
+            np.array([lo, 0, hi], dtype), np.full(3, 5, dtype)]
+    for g, w in zip(got, want):
+        assert_close(g.numpy(), w)
+    with pytest.raises(OverflowError, match=f"{hi + 1}"):
+        hm.full((2,), hi + 1, dtype=dtype)
