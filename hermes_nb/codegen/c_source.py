@@ -87,14 +87,22 @@ INT_DTYPES = frozenset(d for d in C_TYPE_NAMES if np.dtype(d).kind in "iu")
 def unsigned_twin(dtype: str) -> str:
     """The unsigned dtype wrapping arithmetic on ``dtype`` goes through: as wide as
     ``dtype`` (floats: for their bits) and at least 32 bits, since C promotes narrower
-    operands to ``int``, whose overflow is undefined (uint16 * uint16)."""
+    operands to ``int``, whose overflow is undefined (uint16 * uint16).
+
+    >>> unsigned_twin("int8"), unsigned_twin("int64"), unsigned_twin("float32")
+    ('uint32', 'uint64', 'uint32')
+    """
     if dtype == "bool":
         return "uint8"
     return f"uint{max(32, np.dtype(dtype).itemsize * 8)}"
 
 
 def type_table(column: int) -> dict[str, tuple[str, str]]:
-    """dtype -> (C type, its unsigned twin) in one dialect (0: OpenCL C, 1: CUDA C++)."""
+    """dtype -> (C type, its unsigned twin) in one dialect (0: OpenCL C, 1: CUDA C++).
+
+    >>> type_table(0)["int8"], type_table(1)["uint64"]
+    (('char', 'uint'), ('unsigned long long', 'unsigned long long'))
+    """
     return {d: (names[column], C_TYPE_NAMES[unsigned_twin(d)][column])
             for d, names in C_TYPE_NAMES.items()}
 
