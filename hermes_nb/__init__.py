@@ -396,3 +396,9 @@ from hermes_nb.api.searching import (  # noqa: E402
 
 __all__ += ["argsort", "nonzero", "sort", "take", "take_along_axis", "unique_all",
             "unique_counts", "unique_inverse", "unique_values"]
+
+# the standard's complex dtypes and the functions on complex numbers
+from hermes_nb.api.elementwise import conj, imag, real  # noqa: E402
+from hermes_nb.ir.dtypes import complex64, complex128  # noqa: E402
+
+__all__ += ["complex64", "complex128", "conj", "imag", "real"]

@@ -74,6 +74,9 @@ TOLERANCES = {
     np.dtype("float32"): {"default": (1e-5, 1e-6), "loose": (1e-4, 1e-5)},
     np.dtype("float64"): {"default": (1e-12, 1e-14), "loose": (1e-10, 1e-12)},
 }
+# complex values: those of their components' dtype
+TOLERANCES[np.dtype("complex64")] = TOLERANCES[np.dtype("float32")]
+TOLERANCES[np.dtype("complex128")] = TOLERANCES[np.dtype("float64")]
 
 
 # ----------------------------------------------------------------------------
@@ -220,8 +223,9 @@ def _materialise(out: Any, device: Any) -> Any:
 
 def _needs_fp64(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
     values = [*args, *kwargs.values()]
-    return any(isinstance(v, np.ndarray) and v.dtype == np.float64 for v in values) or any(
-        isinstance(v, str) and v == "float64" for v in values
+    wide = ("float64", "complex128")
+    return any(isinstance(v, np.ndarray) and v.dtype.name in wide for v in values) or any(
+        isinstance(v, str) and v in wide for v in values
     )
 
 

@@ -46,6 +46,9 @@ UNARY_MATH = {
     "square": np.square,
     "sign": np.sign,
     "trunc": np.trunc,
+    "real": np.real,
+    "imag": np.imag,
+    "conj": np.conj,
 }
 # bool for every input dtype
 PREDICATES = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}

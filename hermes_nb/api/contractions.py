@@ -43,7 +43,8 @@ def check_trailing_axis(op: str, axis: object, a: Tensor, b: Tensor) -> None:
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
     """The dot product of the vectors along ``axis`` of ``x1`` and ``x2``; the other axes
-    broadcast. ``axis`` counts from the end of the broadcast shape (a negative int).
+    broadcast. ``axis`` counts from the end of the broadcast shape (a negative int). Complex
+    ``x1`` is conjugated: ``sum(conj(x1) * x2)``.
 
     >>> import hermes_nb as hm
     >>> float(hm.vecdot(hm.asarray([1.0, 2.0]), hm.asarray([3.0, 4.0])))
@@ -59,6 +60,10 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
                          f"{infer.fmt(a.shape)}) but {b.shape[axis]} in x2 (shape "
                          f"{infer.fmt(b.shape)}); the vectors must have the same length")
     infer.broadcast_shapes("vecdot", a.shape, b.shape)
+    if dtypes.is_complex(work):  # the standard's vecdot conjugates x1
+        from hermes_nb.api.elementwise import conj
+
+        a = conj(a)
     return astype(_sum(a * b, axis=axis), work)
 
 

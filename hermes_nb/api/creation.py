@@ -38,8 +38,8 @@ def normalize_shape(shape: ShapeLike, op: str) -> tuple[int, ...]:
 def from_numpy(array: np.ndarray, *, op: str = "from_numpy") -> Tensor:
     """A constant tensor holding a copy of ``array`` (in native byte order).
 
-    Masked arrays and complex values are refused with ``TypeError`` naming ``op``: a mask
-    or an imaginary part would otherwise be lost.
+    Masked arrays are refused with ``TypeError`` naming ``op``: the mask would otherwise
+    be lost.
     """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"{op}: expected a numpy.ndarray, got {type(array).__name__}")
@@ -107,7 +107,7 @@ def asarray(obj: Any, dtype: object = None, *, device: DeviceLike = None,
     want = None if dtype is None else dtypes.as_dtype(dtype, op="asarray")
     if isinstance(obj, np.ndarray):
         return _array_as(obj, want, copy)
-    if isinstance(obj, (bool, int, float, np.generic)):
+    if isinstance(obj, (bool, int, float, complex, np.generic)):
         check_representable(np.asarray(obj), "asarray")
         default = dtypes.result_type(obj) if not isinstance(obj, np.generic) else obj.dtype
         array = np.asarray(obj, dtype=want or default)
@@ -118,9 +118,8 @@ def asarray(obj: Any, dtype: object = None, *, device: DeviceLike = None,
     elif hasattr(obj, "__array__"):
         return _array_as(np.asarray(obj), want, copy)
     else:
-        kind = "complex values are not supported (Hermes has no complex dtype)" \
-            if isinstance(obj, complex) else "expected a Tensor, an array (NumPy, PyTorch, " \
-            "JAX, CuPy, ...), a nested list or tuple of numbers, or a real number"
+        kind = "expected a Tensor, an array (NumPy, PyTorch, JAX, CuPy, ...), a nested " \
+            "list or tuple of numbers, or a number"
         raise TypeError(f"asarray: cannot make a tensor from {_short(obj)} "
                         f"({type(obj).__name__}): {kind}")
     if copy is False:
@@ -244,23 +243,18 @@ def _from_sequence(obj: list | tuple, want: np.dtype | None) -> np.ndarray:
 def check_representable(array: np.ndarray, op: str, shown: Any = None, name: str = "input"
                         ) -> None:
     """Refuse, with ``TypeError`` naming ``op`` and the argument ``name``, what a tensor would
-    silently change: a mask, complex values, or elements that are not numbers."""
-    if not isinstance(array, np.ma.MaskedArray) and array.dtype.kind in "biuf":
+    silently change: a mask, or elements that are not numbers."""
+    if not isinstance(array, np.ma.MaskedArray) and array.dtype.kind in "biufc":
         return  # the common case: no preview to build (repr of a large array costs ~0.1 ms)
     what = _short(array if shown is None else shown)
     if isinstance(array, np.ma.MaskedArray):
         raise TypeError(
             f"{op}: {name} is a masked array, which is not supported (the mask would be lost): "
             f"{what}. Fill the masked elements first, e.g. a.filled(0)")
-    if array.dtype.kind == "c":
+    if array.dtype.kind not in "biufc":
         raise TypeError(
-            f"{op}: {name} holds complex values ({array.dtype.name} {what}), which are not "
-            "supported (Hermes has no complex dtype); pass the real and imaginary parts "
-            f"(a.real, a.imag) as separate real arrays; supported dtypes: {dtypes.SUPPORTED_NAMES}")
-    if array.dtype.kind not in "biuf":
-        raise TypeError(
-            f"{op}: {name} must hold bools, ints or floats, got dtype {array.dtype} ({what}); "
-            f"supported dtypes: {dtypes.SUPPORTED_NAMES}")
+            f"{op}: {name} must hold bools, ints, floats or complex numbers, got dtype "
+            f"{array.dtype} ({what}); supported dtypes: {dtypes.SUPPORTED_NAMES}")
 
 
 def _all_ints(obj: Any) -> bool:
@@ -269,16 +263,17 @@ def _all_ints(obj: Any) -> bool:
     return isinstance(obj, int)
 
 
-def full(shape: ShapeLike, fill_value: bool | int | float, dtype: object = None, *,
+def full(shape: ShapeLike, fill_value: bool | int | float | complex, dtype: object = None, *,
          device: DeviceLike = None) -> Tensor:
     """A tensor of ``shape`` filled with ``fill_value``, pinned to ``device`` if given."""
     with on_device(device, "full"):
         return _full(shape, fill_value, dtype, "full")
 
 
-def _full(shape: ShapeLike, fill_value: bool | int | float, dtype: object, op: str) -> Tensor:
+def _full(shape: ShapeLike, fill_value: bool | int | float | complex, dtype: object, op: str
+          ) -> Tensor:
     dims = normalize_shape(shape, op)
-    if not isinstance(fill_value, (bool, int, float, np.number, np.bool_)):
+    if not isinstance(fill_value, (bool, int, float, complex, np.number, np.bool_)):
         raise TypeError(f"{op}: fill_value must be a Python scalar, got {type(fill_value).__name__}")
     dt = dtypes.as_dtype(dtype, op=op) if dtype is not None else dtypes.result_type(
         fill_value.item() if isinstance(fill_value, np.generic) else fill_value
@@ -287,12 +282,14 @@ def _full(shape: ShapeLike, fill_value: bool | int | float, dtype: object, op: s
     return Tensor(make_node("full", (), dims, dt, fill_value=value))
 
 
-def _fill_value(fill_value: bool | int | float | np.generic, dt: np.dtype) -> bool | int | float:
+def _fill_value(fill_value: bool | int | float | complex | np.generic, dt: np.dtype
+                ) -> bool | int | float | complex:
     """``fill_value`` in ``dt``; like NumPy, an integer out of ``dt``'s range raises
     ``OverflowError`` (as does a float that no integer of ``dt`` can hold)."""
     plain = fill_value.item() if isinstance(fill_value, np.generic) else fill_value
-    if isinstance(plain, complex):
-        raise TypeError(f"full: fill_value {plain!r} is complex; Hermes has no complex dtype")
+    if isinstance(plain, complex) and not dtypes.is_complex(dt):
+        raise TypeError(f"full: fill_value {plain!r} is complex, but dtype is {dt.name}; "
+                        "use complex64 or complex128 (or pass fill_value.real)")
     if dtypes.is_integer(dt) and not isinstance(plain, bool):
         info = np.iinfo(dt)
         if isinstance(plain, float) and not math.isfinite(plain):

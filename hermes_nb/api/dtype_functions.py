@@ -1,6 +1,6 @@
 """The array API's data type functions: ``can_cast``, ``finfo``, ``iinfo``, ``isdtype``,
 ``result_type``, for Hermes' dtypes (``ir.dtypes.SUPPORTED``: bool, the signed and
-unsigned integers of 8 to 64 bits, float32, float64)."""
+unsigned integers of 8 to 64 bits, float32, float64, complex64, complex128)."""
 
 from __future__ import annotations
 
@@ -55,27 +55,31 @@ def isdtype(dtype: DtypeLike, kind: str | DtypeLike | tuple[str | DtypeLike, ...
     return False
 
 
-def result_type(*arrays_and_dtypes: Tensor | DtypeLike | bool | int | float) -> np.dtype:
+def result_type(*arrays_and_dtypes: Tensor | DtypeLike | bool | int | float | complex
+                ) -> np.dtype:
     """The dtype an elementwise op computes in for these tensors, dtypes and Python scalars.
 
     Within a kind (bool, integers, floats) this is the standard's promotion. Between kinds,
     where the standard defines no result, Hermes follows NumPy as its operators do
     (``int32`` with ``float32`` gives ``float64``; ``int64`` with ``float32`` gives
     ``float64``; ``uint64`` with a signed integer gives ``float64``). Signed with unsigned
-    gives the smallest signed type holding both (``int8`` with ``uint8``: ``int16``).
-    Python scalars are weak: they take the other operand's dtype when their kind allows it.
-    At least one tensor or dtype is needed.
+    gives the smallest signed type holding both (``int8`` with ``uint8``: ``int16``). Real
+    and complex floats promote as in the standard (``float64`` with ``complex64`` gives
+    ``complex128``). Python scalars are weak: they take the other operand's dtype when their
+    kind allows it. At least one tensor or dtype is needed.
 
     >>> import hermes_nb as hm
     >>> hm.result_type(hm.int32, hm.int64).name, hm.result_type(hm.float32, 1.0).name
     ('int64', 'float32')
     >>> hm.result_type(hm.int8, hm.uint8).name, hm.result_type(hm.uint64, hm.int64).name
     ('int16', 'float64')
+    >>> hm.result_type(hm.float32, 1j).name
+    'complex64'
     """
     named: list[np.dtype] = []
-    scalars: list[bool | int | float] = []
+    scalars: list[bool | int | float | complex] = []
     for i, value in enumerate(arrays_and_dtypes):
-        if isinstance(value, (bool, int, float)):
+        if isinstance(value, (bool, int, float, complex)):
             scalars.append(value)
         else:
             named.append(_dtype(value, "result_type", f"argument {i}"))
@@ -88,7 +92,8 @@ def result_type(*arrays_and_dtypes: Tensor | DtypeLike | bool | int | float) -> 
 def can_cast(from_: Tensor | DtypeLike, to: DtypeLike, /) -> bool:
     """Whether ``from_`` (a dtype or a Tensor) converts to ``to`` by the standard's type
     promotion: within a kind (bool, integers, floats), to a type holding every value (bool
-    only to bool; ``uint8`` to ``int16``, not to ``int8``).
+    only to bool; ``uint8`` to ``int16``, not to ``int8``), and from a real floating dtype
+    to a complex one at least as precise.
 
     Between kinds the standard promotes nothing, so this is ``False`` even where NumPy's
     ``can_cast`` says a safe cast exists (``int32`` to ``float64``); ``astype`` performs
@@ -102,7 +107,7 @@ def can_cast(from_: Tensor | DtypeLike, to: DtypeLike, /) -> bool:
     """
     source = _dtype(from_, "can_cast", "from_")
     target = _dtype(to, "can_cast", "to", arrays=False)
-    if _category(source) != _category(target):
+    if _category(source) != _category(target) and (source.kind, target.kind) != ("f", "c"):
         return False
     return bool(np.can_cast(source, target, casting="safe"))
 
@@ -135,16 +140,21 @@ class iinfo_object:
 
 
 def finfo(type: DtypeLike | Tensor, /) -> finfo_object:
-    """Machine limits of a floating-point dtype (or of a Tensor's dtype).
+    """Machine limits of a floating-point dtype (or of a Tensor's dtype); for a complex
+    dtype, those of its real components (the standard's rule: ``dtype`` is float32 for
+    complex64).
 
     >>> import hermes_nb as hm
     >>> hm.finfo(hm.float32).bits, hm.finfo(hm.float64).eps == 2.0 ** -52
     (32, True)
+    >>> hm.finfo(hm.complex64).dtype.name
+    'float32'
     """
     dt = _dtype(type, "finfo", "type")
-    if not dtypes.is_float(dt):
+    if not dtypes.is_inexact(dt):
         raise ValueError(f"finfo: type {dt.name} is not a floating-point dtype; allowed: "
-                         "float32, float64 (use iinfo for integers)")
+                         "float32, float64, complex64, complex128 (use iinfo for integers)")
+    dt = dtypes.real_dtype(dt)
     info = np.finfo(dt)
     return finfo_object(int(info.bits), float(info.eps), float(info.max), float(info.min),
                         float(info.smallest_normal), dt)

@@ -19,15 +19,15 @@ from hermes_nb.api.graph import make_node
 from hermes_nb.api.tensor import Tensor
 from hermes_nb.ir import dtypes
 from hermes_nb.ir.infer import broadcast_shapes
-from hermes_nb.ir.ops import OPS, DtypeRule, OpDef
+from hermes_nb.ir.ops import COMPLEX_UNORDERED, OPS, REAL_ONLY, DtypeRule, OpDef
 
-Operand = Tensor | np.ndarray | bool | int | float
+Operand = Tensor | np.ndarray | bool | int | float | complex
 
-_SCALARS = (bool, int, float)
+_SCALARS = (bool, int, float, complex)
 _ARITHMETIC = ("add", "multiply", "maximum", "minimum")  # defined on bool too (NumPy)
 
 
-def _operand(value: Any, op: str) -> Tensor | bool | int | float:
+def _operand(value: Any, op: str) -> Tensor | bool | int | float | complex:
     if isinstance(value, (Tensor, *_SCALARS)):
         return value
     if isinstance(value, np.generic):
@@ -36,17 +36,16 @@ def _operand(value: Any, op: str) -> Tensor | bool | int | float:
         from hermes_nb.api.creation import asarray
 
         return asarray(value)
-    what = "complex values are not supported (Hermes has no complex dtype)" \
-        if isinstance(value, complex) else "expected a Tensor, NumPy array, list or real number"
     raise TypeError(f"{op}: unsupported operand type {type(value).__name__} ({value!r:.60}); "
-                    f"{what}")
+                    "expected a Tensor, NumPy array, list or number")
 
 
-def _dtype_of(value: Tensor | bool | int | float) -> np.dtype | bool | int | float:
+def _dtype_of(value: Tensor | bool | int | float | complex
+              ) -> np.dtype | bool | int | float | complex:
     return value.dtype if isinstance(value, Tensor) else value
 
 
-def cast(value: Tensor | bool | int | float, dtype: np.dtype, op: str) -> Tensor:
+def cast(value: Tensor | bool | int | float | complex, dtype: np.dtype, op: str) -> Tensor:
     """``value`` as a tensor of ``dtype``; scalars become 0-d constants."""
     if isinstance(value, Tensor):
         return astype(value, dtype)
@@ -118,6 +117,7 @@ def _binary(op: str, x1: Any, x2: Any) -> Tensor:
     work = dtypes.result_type(_dtype_of(a), _dtype_of(b))
     if work not in dtypes.SUPPORTED:
         raise TypeError(f"{op}: result dtype {work.name} is not supported")
+    _check_complex(op, work)
     out = work
     if rule is DtypeRule.BITWISE:
         _require_integer(op, (("x1", a), ("x2", b)))
@@ -135,20 +135,27 @@ def _binary(op: str, x1: Any, x2: Any) -> Tensor:
 def _require_integer(op: str, operands: tuple[tuple[str, Any], ...]) -> None:
     """Bitwise ops take integer and bool operands only."""
     for name, value in operands:
-        if isinstance(value, Tensor) and dtypes.is_float(value.dtype):
+        if isinstance(value, Tensor) and dtypes.is_inexact(value.dtype):
             what = f"dtype {value.dtype.name}"
-        elif isinstance(value, float):
-            what = f"a Python float ({value!r})"
+        elif isinstance(value, (float, complex)):
+            what = f"a Python {type(value).__name__} ({value!r})"
         else:
             continue
         raise TypeError(f"{op}: argument {name} has {what}; {op} is defined for integer and "
                         f"bool dtypes only ({', '.join(dtypes.INTEGER_NAMES)}, bool)")
 
 
+def _check_complex(op: str, dtype: np.dtype) -> None:
+    """The ops the array API leaves undefined for complex numbers refuse them here."""
+    if op in COMPLEX_UNORDERED or op in REAL_ONLY:
+        dtypes.refuse_complex(op, dtype, ordered=op in COMPLEX_UNORDERED)
+
+
 def _unary(op: str, x: Any) -> Tensor:
     rule = OPS[op].dtype
     t = _as_tensor(x, op)
     work = t.dtype
+    _check_complex(op, work)
     if rule is DtypeRule.PREDICATE:
         return _elementwise(op, [t], dtypes.bool_)
     if rule is DtypeRule.BITWISE:
@@ -158,6 +165,8 @@ def _unary(op: str, x: Any) -> Tensor:
         work = dtypes.float_result(work)
     elif rule is DtypeRule.NUMERIC:
         _reject_bool(op, work)  # floor/ceil of bool is bool in NumPy 2 (SAME); round is not defined
+    elif rule is DtypeRule.REAL:
+        return _elementwise(op, [t], dtypes.real_dtype(work))
     return _elementwise(op, [astype(t, work)], work)
 
 
@@ -220,6 +229,7 @@ def where(condition: Operand, x1: Operand, x2: Operand) -> Tensor:
 def clip(x: Operand, min: Operand | None = None, max: Operand | None = None) -> Tensor:
     """Limit ``x`` to ``[min, max]``; NaN stays NaN."""
     out = _as_tensor(x, "clip")
+    dtypes.refuse_complex("clip", out.dtype)
     for name, bound in (("min", min), ("max", max)):
         if bound is not None and (isinstance(bound, (str, bytes, complex))
                                   or not isinstance(bound, (Tensor, np.ndarray, np.generic,
@@ -237,7 +247,7 @@ def clip(x: Operand, min: Operand | None = None, max: Operand | None = None) -> 
 # the dtype rules whose argument checks _unary and _binary make
 _RULE_CHECKED = frozenset({
     DtypeRule.SAME, DtypeRule.NUMERIC, DtypeRule.FLOAT, DtypeRule.TRUE_DIVIDE,
-    DtypeRule.PREDICATE, DtypeRule.COMPARE, DtypeRule.BITWISE,
+    DtypeRule.PREDICATE, DtypeRule.COMPARE, DtypeRule.BITWISE, DtypeRule.REAL,
 })
 # public docstrings of the functions built below; the others have none
 _DOCSTRINGS = {
@@ -250,7 +260,27 @@ _DOCSTRINGS = {
     "relu": "``maximum(x, 0)``; NaN stays NaN.",
     "round": "Round half to even, like NumPy.",
     "square": "``x * x`` in ``x``'s dtype.",
-    "sign": "-1, 0 or 1 in ``x``'s dtype; NaN stays NaN.",
+    "sign": "-1, 0 or 1 in ``x``'s dtype; NaN stays NaN; ``x / |x|`` for complex ``x``.",
+    "abs": "``|x|``; for complex ``x`` the modulus, in its components' float dtype.",
+    "real": """The real part of ``x``; for complex ``x`` in its components' float dtype.
+
+    >>> import hermes_nb as hm
+    >>> t = hm.asarray([1 + 2j, 3 - 4j], dtype=hm.complex64)
+    >>> hm.real(t).numpy().tolist(), hm.real(t).dtype.name
+    ([1.0, 3.0], 'float32')
+    """,
+    "imag": """The imaginary part of ``x`` (zeros for a real ``x``).
+
+    >>> import hermes_nb as hm
+    >>> hm.imag(hm.asarray([1 + 2j, 3 - 4j])).numpy().tolist()
+    [2.0, -4.0]
+    """,
+    "conj": """The complex conjugate of ``x`` (``x`` itself for real dtypes).
+
+    >>> import hermes_nb as hm
+    >>> hm.conj(hm.asarray([1 + 2j])).numpy().tolist()
+    [(1-2j)]
+    """,
     "trunc": "Round towards 0; integers and bools are returned as they are.",
 }
 

@@ -92,6 +92,10 @@ def compose(*stages: Stage) -> Pipeline:
 # ---- validation ---------------------------------------------------------------------
 def _image(op: str, x: Any) -> Tensor:
     t = _as_tensor(x, op)
+    if dtypes.is_complex(t.dtype):
+        raise TypeError(f"{op}: stencil and image ops take real images only, got dtype "
+                        f"{t.dtype.name}; allowed: float32, float64 (bool and integer images "
+                        "become float32); filter real(x) and imag(x) separately")
     if t.ndim < 2:
         raise ValueError(f"{op}: expected an image of shape (H, W) or (..., H, W), got {t.shape}")
     if not dtypes.is_float(t.dtype):
@@ -137,6 +141,10 @@ def _kernel_weights(kernel: Any) -> np.ndarray:
         raise ValueError(f"conv2d: kernel must be a 2-D array of real numbers with rows of one "
                          f"length, got the ragged {kernel!r}") from exc
     check_representable(raw, "conv2d", kernel, name="kernel")
+    if raw.dtype.kind == "c":  # stencil kernels are real: an imaginary part would be lost
+        raise TypeError(f"conv2d: kernel holds complex values ({raw.dtype.name} {kernel!r:.60}), "
+                        "which stencils do not take; allowed: real numbers (filter with the "
+                        "real and imaginary parts separately)")
     return np.asarray(raw, dtype=np.float64)
 
 

@@ -39,11 +39,12 @@ class SVDResult(NamedTuple):
 
 
 def floating(op: str, x: Any, name: str = "x") -> Tensor:
-    """``x`` as a tensor of a floating-point dtype, or a TypeError naming ``op``."""
+    """``x`` as a tensor of a floating-point dtype (real or complex), or a TypeError naming
+    ``op``."""
     t = _as_tensor(x, op)
-    if not dtypes.is_float(t.dtype):
+    if not dtypes.is_inexact(t.dtype):
         raise TypeError(f"{op}: {name} has dtype {t.dtype.name}; {op} requires a "
-                        "floating-point dtype (float32 or float64)")
+                        "floating-point dtype (float32, float64, complex64 or complex128)")
     return t
 
 
@@ -72,8 +73,11 @@ def _lapack(op: str, fn: Callable[..., Any], *arrays: np.ndarray, **kwargs: Any)
 
 
 def _back(value: Any, like: Tensor, dtype: np.dtype | None = None) -> Tensor:
-    """A NumPy result as a tensor on ``like``'s device, in ``dtype`` (``like``'s)."""
-    arr = np.ascontiguousarray(np.asarray(value, dtype=like.dtype if dtype is None else dtype))
+    """A NumPy result as a tensor on ``like``'s device, in ``dtype`` (``like``'s; for complex
+    ``like``, NumPy's own: eigenvalues, singular values and log-determinants are real)."""
+    if dtype is None:
+        dtype = np.asarray(value).dtype if dtypes.is_complex(like.dtype) else like.dtype
+    arr = np.array(value, dtype=dtype, order="C")  # not ascontiguousarray: it makes 0-d 1-d
     out = asarray(arr)
     return out.to(like.device) if like.device and out.device != like.device else out
 

@@ -148,6 +148,8 @@ def vector_norm(x: Any, /, *, axis: Axis = None, keepdims: bool = False,
     5.0
     """
     t = floating("vector_norm", x)
+    if dtypes.is_complex(t.dtype):  # the norms of |x|, in the components' dtype
+        t = _abs(t)
     if isinstance(ord, bool) or not isinstance(ord, (int, float)) or math.isnan(ord):
         raise ValueError(f"vector_norm: ord must be a number (2, 1, inf, -inf, 0 or another "
                          f"p), got {ord!r}")
@@ -188,7 +190,9 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False,
     >>> float(hm.linalg.matrix_norm(hm.ones((2, 2))))
     2.0
     """
-    t = matrices("matrix_norm", x)
+    t = given = matrices("matrix_norm", x)
+    if dtypes.is_complex(t.dtype):  # the entrywise norms of |x| (svd norms use x itself)
+        t = _abs(t)
     ok = (isinstance(ord, str) and ord in ("fro", "nuc")) or (
         isinstance(ord, (int, float)) and not isinstance(ord, bool)
         and ord in (1, -1, 2, -2, math.inf, -math.inf))
@@ -199,7 +203,7 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False,
     if ord == "fro":
         out = sqrt(_sum(t * t, axis=(-2, -1)))
     elif ord in ("nuc", 2, -2):
-        s = svdvals(t)
+        s = svdvals(given)
         out = _sum(s, axis=-1) if ord == "nuc" else (_max if ord == 2 else _min)(s, axis=-1)
     else:
         out = _matrix_axes_norm(t, ord)

@@ -41,8 +41,8 @@ _KINDS = {
     "unsigned integer": dtypes.UNSIGNED,
     "integral": dtypes.INTEGERS,
     "real floating": dtypes.FLOATS,
-    "complex floating": (),
-    "numeric": (*dtypes.INTEGERS, *dtypes.FLOATS),
+    "complex floating": dtypes.COMPLEX,
+    "numeric": (*dtypes.INTEGERS, *dtypes.FLOATS, *dtypes.COMPLEX),
 }
 
 
@@ -115,9 +115,9 @@ class Info:
         return [d.id for d in devices()]
 
     def default_dtypes(self, *, device: DeviceLike = None) -> dict[str, np.dtype | None]:
-        """float64 and int64, as NumPy; there is no complex dtype (``None``)."""
+        """float64, complex128 and int64, as NumPy."""
         device_id(device, "default_dtypes")
-        return {"real floating": dtypes.float64, "complex floating": None,
+        return {"real floating": dtypes.float64, "complex floating": dtypes.complex128,
                 "integral": dtypes.int64, "indexing": dtypes.int64}
 
     def dtypes(self, *, device: DeviceLike = None,

@@ -83,6 +83,7 @@ def prod(x: Any, axis: Axis = None, keepdims: bool = False, *, dtype: object = N
 def max(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """Largest value over ``axis``; NaN propagates."""
     t = _as_tensor(x, "max")
+    dtypes.refuse_complex("max", t.dtype)
     axes = _axes("max", t, axis)
     _check_nonempty("max", t, axes)
     return _reduce("max", t, axes, keepdims, t.dtype)
@@ -91,6 +92,7 @@ def max(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
 def min(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """Smallest value over ``axis``; NaN propagates."""
     t = _as_tensor(x, "min")
+    dtypes.refuse_complex("min", t.dtype)
     axes = _axes("min", t, axis)
     _check_nonempty("min", t, axes)
     return _reduce("min", t, axes, keepdims, t.dtype)
@@ -98,6 +100,7 @@ def min(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
 
 def _arg(op: str, x: Any, axis: int | None, keepdims: bool) -> Tensor:
     t = _as_tensor(x, op)
+    dtypes.refuse_complex(op, t.dtype)
     if axis is None:
         _check_nonempty(op, t, tuple(range(t.ndim)))
         from hermes_nb.api.manipulation import reshape
@@ -142,6 +145,7 @@ def var(x: Any, axis: Axis = None, correction: float = 0.0, keepdims: bool = Fal
 
 def _variance(op: str, x: Any, axis: Axis, correction: float, keepdims: bool) -> Tensor:
     t = _as_tensor(x, op)
+    dtypes.refuse_complex(op, t.dtype, ordered=False)  # the standard: real floating only
     if not isinstance(correction, (int, float, np.integer, np.floating)) \
             or isinstance(correction, (bool, np.bool_)):
         raise TypeError(f"{op}: correction must be a non-negative number, got {correction!r}")

@@ -23,7 +23,7 @@ from hermes_nb.api.elementwise import _as_tensor, astype, where
 from hermes_nb.api.manipulation import broadcast_to, concat, getitem, reshape
 from hermes_nb.api.tensor import Tensor
 from hermes_nb.api.utility import axis_or_only
-from hermes_nb.ir import infer
+from hermes_nb.ir import dtypes, infer
 
 
 class UniqueAllResult(NamedTuple):
@@ -297,6 +297,7 @@ class IndexUpdates:
 def _sort_args(op: str, x: Any, axis: int, descending: object, stable: object
                ) -> tuple[Tensor, int]:
     t = _as_tensor(x, op)
+    dtypes.refuse_complex(op, t.dtype)
     if t.ndim == 0:
         raise ValueError(f"{op}: x must have at least 1 dimension, got a 0-d tensor")
     for name, flag in (("descending", descending), ("stable", stable)):

@@ -141,6 +141,9 @@ class Tensor:
     def __int__(self) -> int:
         return self._scalar(int)
 
+    def __complex__(self) -> complex:
+        return self._scalar(complex)
+
     def __bool__(self) -> bool:
         return self._scalar(bool)
 

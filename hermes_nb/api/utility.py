@@ -182,6 +182,8 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None)
     [0, 1, 3]
     """
     a, v = _as_tensor(x1, "searchsorted"), _as_tensor(x2, "searchsorted")
+    for t in (a, v):
+        dtypes.refuse_complex("searchsorted", t.dtype)
     if a.ndim != 1:
         raise ValueError(f"searchsorted: x1 must be 1-D, got shape {infer.fmt(a.shape)}")
     if side not in ("left", "right"):

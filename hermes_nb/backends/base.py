@@ -169,8 +169,8 @@ class Device(ABC):
 
     def supports(self, dtype: np.dtype) -> bool:
         """Whether buffers of ``dtype`` can live on this device (default: all of Hermes'
-        dtypes, float64 only where ``fp64``)."""
-        return self.fp64 or dtype != np.float64
+        dtypes, float64 and complex128 only where ``fp64``)."""
+        return self.fp64 or dtype not in (np.float64, np.complex128)
 
     def info(self) -> dict[str, Any]:
         """What ``hermes doctor`` and the notebook views show; a subclass adds keys."""

@@ -34,6 +34,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from hermes_nb.codegen import c_complex
+from hermes_nb.codegen.c_complex import COMPLEX_FORMS, real_of
 from hermes_nb.ir.ops import COMPARISONS, FLOAT_RESULTS, PREDICATES
 from hermes_nb.ir.program import Instr, Program
 
@@ -79,6 +81,9 @@ C_TYPE_NAMES: dict[str, tuple[str, str]] = {
     "uint64": ("ulong", "unsigned long long"),
     "float32": ("float", "float"),
     "float64": ("double", "double"),
+    # (re, im) as NumPy lays them out; CuPy's complex<T> is thrust::complex<T> (c_complex)
+    "complex64": ("float2", "thrust::complex<float>"),
+    "complex128": ("double2", "thrust::complex<double>"),
 }
 FLOAT_DTYPES = frozenset(d for d in C_TYPE_NAMES if np.dtype(d).kind == "f")
 INT_DTYPES = frozenset(d for d in C_TYPE_NAMES if np.dtype(d).kind in "iu")
@@ -94,6 +99,8 @@ def unsigned_twin(dtype: str) -> str:
     """
     if dtype == "bool":
         return "uint8"
+    if dtype.startswith("complex"):  # unused by the complex forms: the components' twin
+        dtype = real_of(dtype)
     return f"uint{max(32, np.dtype(dtype).itemsize * 8)}"
 
 
@@ -179,6 +186,10 @@ C_FORMS: dict[str, CForms] = {
     "isnan": _forms("isnan({a})", "0", vec=SCALAR),
     "isinf": _forms("isinf({a})", "0", vec=SCALAR),
     "isfinite": _forms("isfinite({a})", "1", vec=SCALAR),
+    # on real operands (complex ones: c_complex.COMPLEX_FORMS)
+    "real": _forms("{a}", "{a}", vec=SCALAR),
+    "imag": _forms("({T})0", "({T})0"),
+    "conj": _forms("{a}", "{a}", vec=SCALAR),
     "bitwise_invert": _forms(None, "(~{a})", "(!{a})"),
     "astype": _any("{a}"),
     # NumPy's bool arithmetic: + is or, * is and, max/min are or/and
@@ -230,7 +241,12 @@ def _vector(op: str, form: str) -> str:
 # the table by operand dtype kind, for lookups
 SCALAR_FORMS: dict[str, dict[str, str]] = {
     "f": _column("floats"), "i": _column("ints"), "u": _column("ints"), "b": _column("bools"),
+    "c": COMPLEX_FORMS,
 }
+_COMPLEX = ("complex64", "complex128")
+_INEXACT = (*FLOAT_DTYPES, *_COMPLEX)
+# ops whose complex form returns a real value (of the components' dtype)
+_COMPLEX_TO_REAL = frozenset({"abs", "real", "imag"})
 VECTOR_FLOAT_FORMS: dict[str, str] = {op: _vector(op, v) for op, v in _column("vector").items()}
 VECTOR_MASK_FORMS: dict[str, str] = _column("mask")
 
@@ -306,7 +322,7 @@ UINT_HELPERS = {
 }}""",
     "pow": INT_HELPERS["pow"],
 }
-HELPERS_BY_KIND = {"f": FLOAT_HELPERS, "i": INT_HELPERS, "u": UINT_HELPERS, "b": {}}
+HELPERS_BY_KIND = {"f": FLOAT_HELPERS, "i": INT_HELPERS, "u": UINT_HELPERS, "b": {}, "c": {}}
 
 
 def _squares(program: Program, instr: Instr) -> bool:
@@ -337,7 +353,11 @@ class CStyleRenderer:
         suffix = self.float32_suffix if dtype == "float32" else ""
         return re.sub(r"@(\w+)\(", lambda m: f"{m.group(1)}{suffix}(", text)
 
-    def literal(self, value: bool | int | float, dtype: str) -> str:
+    def literal(self, value: bool | int | float | complex, dtype: str) -> str:
+        if dtype in _COMPLEX:
+            v = complex(value)
+            part = real_of(dtype)
+            return f"hc_mk_{dtype}({self.literal(v.real, part)}, {self.literal(v.imag, part)})"
         if dtype == "bool":
             return f"(({self.ctype(dtype)}){int(bool(value))})"
         if dtype in INT_DTYPES:
@@ -359,7 +379,7 @@ class CStyleRenderer:
     def expression(self, instr: Instr, args: list[str], in_dtype: str) -> str:
         """``instr`` on operand names ``args`` (of ``in_dtype``), before conversion."""
         op = instr.op
-        if op in FLOAT_RESULTS and in_dtype not in FLOAT_DTYPES:
+        if op in FLOAT_RESULTS and in_dtype not in _INEXACT:
             # NumPy computes these in float64 for integer/bool operands (the tensor layer
             # casts first, so this only guards hand-built programs)
             args = [f"((double){a})" for a in args]
@@ -369,10 +389,51 @@ class CStyleRenderer:
         names = dict(zip("abc", args))
         return self.math(form.format(T=t, U=u, s=in_dtype, **names), in_dtype)
 
-    def convert(self, expr: str, dtype: str) -> str:
+    @staticmethod
+    def value_dtype(op: str, in_dtype: str) -> str:
+        """The dtype of ``op``'s expression on ``in_dtype`` operands ("int" for a C truth
+        value), for the conversion that follows it."""
+        if in_dtype not in _COMPLEX or op == "astype":
+            return in_dtype
+        if op in _COMPLEX_TO_REAL:
+            return real_of(in_dtype)
+        return "int" if op in PREDICATES or op in COMPARISONS else in_dtype
+
+    def convert(self, expr: str, dtype: str, src: str | None = None) -> str:
+        """``expr`` (of dtype ``src``; None: a real one) as ``dtype``: complex to real takes
+        the real part, to bool is nonzero in either part; real to complex has imaginary 0."""
+        if src in _COMPLEX:
+            if dtype == src:
+                return expr
+            if dtype in _COMPLEX:
+                return (f"hc_mk_{dtype}(({self.ctype(real_of(dtype))})hc_re_{src}({expr}), "
+                        f"({self.ctype(real_of(dtype))})hc_im_{src}({expr}))")
+            if dtype == "bool":
+                return f"({self.ctype(dtype)})hc_nz_{src}({expr})"
+            return f"({self.ctype(dtype)})(hc_re_{src}({expr}))"
+        if dtype in _COMPLEX:
+            part = self.ctype(real_of(dtype))
+            return f"hc_mk_{dtype}(({part})({expr}), ({part})0)"
         if dtype == "bool":
             return f"({self.ctype(dtype)})(({expr}) != 0)"  # bools are always 0/1
         return f"({self.ctype(dtype)})({expr})"
+
+    def complex_helpers(self, text: str) -> list[str]:
+        """The complex helpers ``text`` calls (with those they call), in dependency order."""
+        out = []
+        for name, dt in c_complex.helper_names(text):
+            real = real_of(dt)
+            fields = {"Q": self.qualifier, "C": self.ctype(dt), "R": self.ctype(real), "s": dt,
+                      "NAN": self.nan[real], "INF": self.infinity[real]}
+            if name in ("re", "im", "mk"):
+                re_, im_, mk = c_complex.PRIMITIVES[self.dialect]
+                body, ret, decl = {"re": (re_, "{R}", "{C} a"), "im": (im_, "{R}", "{C} a"),
+                                   "mk": (mk, "{C}", "{R} x, {R} y")}[name]
+                text_ = f"{{Q}} {ret} hc_{name}_{{s}}({decl}) {{{{ {body} }}}}"
+            else:
+                text_ = c_complex.HELPERS[name]
+            out.append(self.math(text_.format(**fields), real))
+        return out
 
     def helpers(self, program: Program) -> list[str]:
         needed: dict[tuple[str, str], None] = {}
@@ -413,19 +474,21 @@ class CStyleRenderer:
             else:
                 expr = self.expression(instr, [names[a] for a in instr.args], in_dtype)
             ctype = self.ctype(instr.dtype)
-            lines.append(f"    const {ctype} v{value} = {self.convert(expr, instr.dtype)};")
+            src = self.value_dtype(instr.op, in_dtype)
+            lines.append(f"    const {ctype} v{value} = {self.convert(expr, instr.dtype, src)};")
             names.append(f"v{value}")
         out = program.outputs[0]
         result = names[out]
         out_dtype = program.dtype_of(out)
         if out < program.n_inputs + len(program.consts):
-            result = self.convert(result, out_dtype)
+            result = self.convert(result, out_dtype, out_dtype)
         body = "\n".join([*lines, f"    return {result};"])
         return (f"{self.qualifier} {self.ctype(out_dtype)} {name}({params_text or 'void'}) "
                 f"{{\n{body}\n}}")
 
     def functions(self, program: Program, params: bool = False) -> str:
-        return "\n\n".join([*self.helpers(program), self.function(program, params=params)])
+        main = self.function(program, params=params)
+        return "\n\n".join([*self.helpers(program), *self.complex_helpers(main), main])
 
 
 class OpenCLRenderer(CStyleRenderer):

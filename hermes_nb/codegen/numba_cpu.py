@@ -228,6 +228,10 @@ NUMBA_FORMS: dict[str, NumbaForms] = {
     "isnan": NumbaForms("math.isnan({a})", "False", "False"),
     "isinf": NumbaForms("math.isinf({a})", "False", "False"),
     "isfinite": NumbaForms("math.isfinite({a})", "True", "True"),
+    # on real operands; complex programs run in the NumPy interpreter (no complex column)
+    "real": NumbaForms("{a}", "{a}", "{a}"),
+    "imag": NumbaForms("{T}(0)", "{T}(0)", "False"),
+    "conj": NumbaForms("{a}", "{a}"),
     "bitwise_invert": NumbaForms(None, "{T}(~{a})", "(not {a})"),
     "astype": _any("{cast}"),
     "add": NumbaForms("{Tk}({a} + {b})", "{T}({a} + {b})", "({a} | {b})"),

@@ -31,6 +31,14 @@ def elementwise_functions(xp: ModuleType) -> Mapping[str, Callable[..., Any]]:
     return MappingProxyType({name: OPS[name].array_function(xp) for name in ELEMENTWISE})
 
 
+def convert(xp: ModuleType, array: Any, dtype: np.dtype) -> Any:
+    """``array`` as ``dtype``; a complex value becomes a real one through its real part (to
+    bool: nonzero in either part), as the array API says, without NumPy's ComplexWarning."""
+    if array.dtype.kind == "c" and dtype.kind != "c":
+        array = array != 0 if dtype.kind == "b" else xp.real(array)
+    return array.astype(dtype, copy=False)
+
+
 class ArrayOps:
     """Runs one op spec with array module ``xp`` and its ndimage module."""
 
@@ -58,7 +66,7 @@ class ArrayOps:
                 out = getattr(self, f"_{op}")(spec, *inputs)
             out = xp.asarray(out)
             if out.dtype != spec.dtype:  # astype: this conversion is the op
-                out = out.astype(spec.dtype)
+                out = convert(xp, out, spec.dtype)
         if out.shape != spec.shape:
             out = xp.broadcast_to(out, spec.shape)
         # not ascontiguousarray: it turns 0-d arrays into 1-d ones
@@ -70,7 +78,7 @@ class ArrayOps:
         values += [self.xp.asarray(v, dtype=d) for v, d in program.consts]
         for instr in program.instrs:
             out = self.elementwise[instr.op](*(values[a] for a in instr.args))
-            values.append(self.xp.asarray(out).astype(instr.dtype, copy=False))
+            values.append(convert(self.xp, self.xp.asarray(out), np.dtype(instr.dtype)))
         return values[program.outputs[0]]
 
     def _program(self, program: Any, shape: tuple[int, ...], inputs: Sequence[Any]) -> Any:

@@ -20,20 +20,26 @@ uint32 = np.dtype(np.uint32)
 uint64 = np.dtype(np.uint64)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
 
 #: every dtype Hermes supports, one row each; the other tables derive from these
 SIGNED = (int8, int16, int32, int64)
 UNSIGNED = (uint8, uint16, uint32, uint64)
 INTEGERS = SIGNED + UNSIGNED
 FLOATS = (float32, float64)
-SUPPORTED = (bool_, *INTEGERS, *FLOATS)
-#: their names ("bool", "int8", ..., "float64"), as the code generators' tables key them
+COMPLEX = (complex64, complex128)
+SUPPORTED = (bool_, *INTEGERS, *FLOATS, *COMPLEX)
+#: their names ("bool", "int8", ..., "complex128"), as the code generators' tables key them
 NAMES = tuple(d.name for d in SUPPORTED)
 INTEGER_NAMES = tuple(d.name for d in INTEGERS)
 FLOAT_NAMES = tuple(d.name for d in FLOATS)
+COMPLEX_NAMES = tuple(d.name for d in COMPLEX)
 SUPPORTED_NAMES = ", ".join(NAMES)
+REAL_NAMES = ", ".join(d.name for d in SUPPORTED if d.kind != "c")
 
 _ALIASES = dict(zip(NAMES, SUPPORTED))
+
 
 def as_dtype(dtype: object, *, op: str = "asarray") -> np.dtype:
     """Return the NumPy dtype (native byte order) for ``dtype`` or raise ``TypeError`` naming
@@ -67,7 +73,35 @@ def is_unsigned(dtype: np.dtype) -> bool:
     return dtype.kind == "u"
 
 
-def result_type(*operands: np.dtype | bool | int | float) -> np.dtype:
+def is_complex(dtype: np.dtype) -> bool:
+    return dtype.kind == "c"
+
+
+def is_inexact(dtype: np.dtype) -> bool:
+    """Real or complex floating point."""
+    return dtype.kind in "fc"
+
+
+def real_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype of a complex dtype's components (complex64: float32); others unchanged."""
+    return {complex64: float32, complex128: float64}.get(dtype, dtype)
+
+
+def refuse_complex(op: str, dtype: np.dtype, *, ordered: bool = True,
+                   allowed: str = REAL_NAMES) -> None:
+    """``TypeError`` naming ``op`` for a complex ``dtype`` where the array API leaves the op
+    undefined: ``ordered`` ops (comparisons, rounding, max/min, sort) because complex numbers
+    have no order, others because they are real functions."""
+    if not is_complex(dtype):
+        return
+    why = ("complex dtypes have no order" if ordered else
+           "complex dtypes are not supported (it is a function of real numbers)")
+    hint = "; compare abs(x), real(x) or imag(x) instead" if ordered else \
+        "; apply it to real(x) and imag(x) instead"
+    raise TypeError(f"{op}: {why}; {op} is defined for {allowed}, got {dtype.name}{hint}")
+
+
+def result_type(*operands: np.dtype | bool | int | float | complex) -> np.dtype:
     """The dtype an elementwise op computes in, from dtypes and Python scalars."""
     dtypes = [o for o in operands if isinstance(o, np.dtype)]
     scalars = [o for o in operands if not isinstance(o, np.dtype)]
@@ -81,15 +115,16 @@ def result_type(*operands: np.dtype | bool | int | float) -> np.dtype:
 
 
 def float_result(dtype: np.dtype) -> np.dtype:
-    """The floating dtype a transcendental function returns for ``dtype``: NumPy's rule for
-    32- and 64-bit integers (float64), and float64 for the narrower ones too, where NumPy
-    gives float16/float32 (the standard leaves integer inputs to the library)."""
-    return dtype if is_float(dtype) else float64
+    """The floating dtype a transcendental function returns for ``dtype``: itself for real and
+    complex floats; NumPy's rule for 32- and 64-bit integers (float64), and float64 for the
+    narrower ones too, where NumPy gives float16/float32 (the standard leaves integer inputs
+    to the library)."""
+    return dtype if is_inexact(dtype) else float64
 
 
-def _default_for_scalar(value: bool | int | float) -> np.dtype:
+def _default_for_scalar(value: bool | int | float | complex) -> np.dtype:
     if isinstance(value, bool):
         return bool_
     if isinstance(value, int):
         return int64
-    return float64
+    return complex128 if isinstance(value, complex) else float64

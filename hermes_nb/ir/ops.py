@@ -56,7 +56,7 @@ class DtypeRule(Enum):
 
     SAME = "same"  # the operands' promoted dtype, bool included
     NUMERIC = "numeric"  # the same; bool operands are refused
-    FLOAT = "float"  # float32/float64 stay, integers give float64; bool is refused
+    FLOAT = "float"  # float and complex dtypes stay, integers give float64; bool is refused
     TRUE_DIVIDE = "true_divide"  # as FLOAT, but bool operands are fine (bool / bool: float64)
     PREDICATE = "predicate"  # bool, for operands of any dtype
     COMPARE = "compare"  # bool; the operands are promoted to one dtype first
@@ -64,6 +64,7 @@ class DtypeRule(Enum):
     BITWISE = "bitwise"  # the operands' promoted dtype; integers and bool only
     SELECT = "select"  # the branches' promoted dtype (the condition is bool)
     CAST = "cast"  # the dtype the node was built with (astype, to_device)
+    REAL = "real"  # the operand's dtype; for a complex one, its components' (abs, real, imag)
 
 
 # How NumPy computes an op: the name of an array-namespace function, or a function of the
@@ -100,7 +101,7 @@ def _keep_int(name: str) -> Callable[[ModuleType], Callable[[Any], Any]]:
     # floor/ceil/round/trunc of an integer is the integer itself (array API)
     def form(xp: ModuleType) -> Callable[[Any], Any]:
         fn = getattr(xp, name)
-        return lambda x: fn(x) if x.dtype.kind == "f" else x.copy()
+        return lambda x: fn(x) if x.dtype.kind in "fc" else x.copy()
 
     return form
 
@@ -135,7 +136,12 @@ OPS: dict[str, OpDef] = {op.name: op for op in (
     _op("buffer", Kind.SOURCE, 0, "a value already resident on a device (attrs: handle)"),
     # elementwise, unary
     _unary("negative", "-x", _R.NUMERIC, "negative"),
-    _unary("abs", "|x|", _R.SAME, "abs"),
+    _unary("abs", "|x| (complex: the modulus, in the components' float dtype)", _R.REAL, "abs"),
+    _unary("real", "real part (complex: in the components' float dtype; real dtypes: x)",
+           _R.REAL, "real"),
+    _unary("imag", "imaginary part (complex: in the components' float dtype; real: 0)",
+           _R.REAL, "imag"),
+    _unary("conj", "complex conjugate (real dtypes: x)", _R.NUMERIC, "conj"),
     _unary("exp", "e**x", _R.FLOAT, "exp"),
     _unary("log", "natural logarithm", _R.FLOAT, "log"),
     _unary("sqrt", "square root", _R.FLOAT, "sqrt"),
@@ -254,6 +260,12 @@ PREDICATES = _with(DtypeRule.PREDICATE)
 # elementwise ops defined on integers and bool only
 BITWISE = _with(DtypeRule.BITWISE)
 REDUCTIONS = frozenset(n for n, op in OPS.items() if op.kind is Kind.REDUCE)
+# ops the array API leaves undefined for complex operands: those that need an order ...
+COMPLEX_UNORDERED = frozenset({
+    "maximum", "minimum", "less", "less_equal", "greater", "greater_equal", "floor", "ceil",
+    "trunc", "floor_divide", "remainder", "relu", "max", "min", "argmax", "argmin"})
+# ... and real functions of Hermes or the standard without a complex definition
+REAL_ONLY = frozenset({"hypot", "atan2", "logaddexp", "copysign", "sigmoid"})
 BORDERS = ("reflect101", "reflect", "replicate", "constant")
 
 

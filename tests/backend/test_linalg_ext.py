@@ -234,7 +234,8 @@ def test_singular_matrix_is_an_error_naming_the_function_and_no_warning():
                                   "matrix_norm"])
 def test_integer_input_is_refused(name):
     with pytest.raises(TypeError, match=f"^{name}: x has dtype int64; {name} requires a "
-                                        r"floating-point dtype \(float32 or float64\)"):
+                                        r"floating-point dtype \(float32, float64, complex64 "
+                                        r"or complex128\)"):
         getattr(L, name)(hm.asarray(np.eye(3, dtype=np.int64)))
 
 
