@@ -20,9 +20,18 @@ C_COMBINE: dict[str, tuple[str, str, str]] = {
 }
 
 
+# sum and prod on complex operands; the ordered reductions have none (complex has no order)
+_COMPLEX_COMBINE = {"sum": "hc_add_{s}({a}, {b})", "prod": "hc_mul_{s}({a}, {b})"}
+
+
 def c_combine(op: str, dtype: str, a: str = "a", b: str = "b", t: str = "T", u: str = "U"
               ) -> str:
-    """C's expression folding ``b`` into ``a`` for reduction ``op`` over ``dtype``."""
+    """C's expression folding ``b`` into ``a`` for reduction ``op`` over ``dtype`` (complex:
+    a ``codegen.c_complex`` helper, which the kernel's functions then define)."""
+    if dtype.startswith("complex"):
+        if op not in _COMPLEX_COMBINE:
+            raise TypeError(f"{op}: complex dtypes have no order; no {op} reduction of {dtype}")
+        return _COMPLEX_COMBINE[op].format(a=a, b=b, s=dtype)
     float_form, int_form, bool_form = C_COMBINE[op]
     form = bool_form if dtype == "bool" else float_form if dtype.startswith("float") else int_form
     return form.format(a=a, b=b, t=t, u=u)

@@ -51,13 +51,16 @@ __all__ = [
 
 
 def _functions(r: CStyleRenderer, programs: list[tuple[Program, str]],
-               params: bool = False) -> str:
+               params: bool = False, uses: str = "") -> str:
+    """The programs as functions after the helpers they (and ``uses``, kernel code outside
+    them: a complex combine or identity) call."""
     helpers: dict[str, None] = {}
     bodies = []
     for program, name in programs:
         helpers.update(dict.fromkeys(r.helpers(program)))
         bodies.append(r.function(program, name, params=params))
-    return "\n\n".join([*helpers, *bodies])
+    complex_helpers = r.complex_helpers("\n".join([*bodies, uses]))
+    return "\n\n".join([*helpers, *complex_helpers, *bodies])
 
 
 def _scalar_names(program: Program | None, prefix: str) -> list[str]:
@@ -136,13 +139,15 @@ inline W combine(W a, W b) {{ return {_combine(self.r, self.op, self.acc)}; }}
         used = {self.acc, self.out_t}
         for program in programs:
             used |= {*program.input_dtypes, *(i.dtype for i in program.instrs)}
-        return FP64_PRAGMA if self.fp64 and ("float64" in used or self.wide) else ""
+        wide = "float64" in used or "complex128" in used or self.wide
+        return FP64_PRAGMA if self.fp64 and wide else ""
 
     def functions(self) -> str:
         programs = [(self.prologue, "hpro")]
         if self.epilogue is not None:
             programs.append((self.epilogue, "hepi"))
-        functions = _functions(self.r, programs, params=True)
+        uses = _combine(self.r, self.op, self.acc) + reduce_identity(self.r, self.op, self.acc)
+        functions = _functions(self.r, programs, params=True, uses=uses)
         if self.width:
             functions += "\n\n" + self.r.vector_function(self.prologue, self.width, "hpro_vec",
                                                           params=True)
@@ -362,7 +367,8 @@ def cuda_reduce_parts(prologue: Program, epilogue: Program | None, op: str, acc:
         "post_map_expr": f"y = hepi(({r.ctype(acc)})a)" if in_epi else f"y = ({out_t_c})a",
         "identity": reduce_identity(r, op, acc),
         "reduce_type": r.ctype(work),
-        "preamble": _functions(r, programs),
+        "preamble": _functions(r, programs, uses=_combine(r, op, work)
+                               + reduce_identity(r, op, acc)),
     }
 
 
@@ -378,8 +384,10 @@ def cuda_reduce_source(prologue: Program, epilogue: Program | None, op: str, acc
     signature = f"{r.ctype(out_t)}* __restrict__ out, {ins}long long M, long long K"
     loads = "\n".join(f"        const {r.ctype(d)} x{m} = in{m}[row * K + k];"
                       for m, d in enumerate(prologue.input_dtypes))
+    include = "#include <cupy/complex.cuh>\n" if "thrust::complex" in signature + p["preamble"] \
+        else ""
     return f"""\
-{p["preamble"]}
+{include}{p["preamble"]}
 
 typedef {p["reduce_type"]} acc_t;
 

@@ -63,7 +63,7 @@ def _opencl_source(program: Program, modes: str, width: int, fp64: bool) -> str:
             f"vload{w}(0, in{k} + i)" if m == "f"
             else f"(({r.ctype(d)}{w})(in{k}[0]))"
             for k, (m, d) in enumerate(zip(modes, program.input_dtypes))] + params)
-    fp64_used = fp64 and "float64" in _dtypes(program)
+    fp64_used = fp64 and bool({"float64", "complex128"} & _dtypes(program))
     return ocl.render(
         "fused_elementwise",
         header=ocl.FP64_PRAGMA if fp64_used else "",
@@ -119,8 +119,11 @@ def _cuda_kernel_source(program: Program, name: str) -> str:
     ])
     call = ", ".join([f"in{k}[i]" for k in range(program.n_inputs)] +
                      [f"c{j}" for j in program.params])
+    functions = r.functions(program, params=True)
+    if "thrust::complex" in functions or "thrust::complex" in params:
+        functions = f"#include <cupy/complex.cuh>\n\n{functions}"  # CuPy's thrust::complex
     return (
-        f"{r.functions(program, params=True)}\n\n"
+        f"{functions}\n\n"
         f'extern "C" __global__ void {name}({params}) {{\n'
         "    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
         f"    if (i < n) out[i] = hfused({call});\n"

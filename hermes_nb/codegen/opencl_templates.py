@@ -19,9 +19,9 @@ from hermes_nb.codegen.c_source import type_table
 from hermes_nb.ir.reduce import reduce_def
 
 # dtype -> (OpenCL C type, unsigned twin used for wrapping integer arithmetic)
-CL_TYPES: dict[str, tuple[str, str]] = type_table(0)
+CL_TYPES: dict[str, tuple[str, str]] = type_table(0)  # complex: float2/double2 (c_complex)
 # Element size -> type the strided copy moves (copies never look at the values).
-COPY_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
+COPY_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong", 16: "ulong2"}
 
 
 FP64_PRAGMA = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable"
@@ -76,15 +76,24 @@ def reduce_source(op: str, dtype: np.dtype, fp64: bool) -> str:
     ``codegen.c_fused`` (in the template's types ``T`` and ``U``)."""
     dtype = np.dtype(dtype)
     rdef = reduce_def(op)
+    combine = c_combine(op, dtype.name)
+    header = FP64_PRAGMA if fp64 else ""
+    if dtype.kind == "c":  # the identity and combine are complex helpers (codegen.c_complex)
+        from hermes_nb.codegen.c_source import OPENCL
+
+        ident = OPENCL.literal(rdef.identity(dtype.name), dtype.name)
+        header = "\n\n".join([header, *OPENCL.complex_helpers(combine + ident)])
+    else:
+        ident = f"(T)({_template_literal(rdef.identity(dtype.name), dtype.name)})"
     return render(
         "reduce",
-        header=FP64_PRAGMA if fp64 else "",
+        header=header,
         t=ctype(dtype),
         uns_t=utype(dtype),
         is_float=int(dtype.kind == "f"),
         is_arg=int(rdef.is_arg),
-        ident=f"(T)({_template_literal(rdef.identity(dtype.name), dtype.name)})",
-        combine=c_combine(op, dtype.name),
+        ident=ident,
+        combine=combine,
         cmp=rdef.order if rdef.is_arg else "<",  # read by arg reductions only
     )
 
@@ -100,6 +109,7 @@ def typed_source(name: str, dtype: np.dtype, fp64: bool, **extra: object) -> str
         t=ctype(dtype),
         uns_t=utype(dtype),
         is_float=int(np.dtype(dtype).kind == "f"),
+        is_complex=int(np.dtype(dtype).kind == "c"),
         **extra,
     )
 
@@ -110,8 +120,13 @@ def copy_source(itemsize: int) -> str:
 
 def fill_source(out_dtype: np.dtype, calc_dtype: np.dtype, fp64: bool) -> str:
     value = "start + (C)i * step"
-    is_bool = np.dtype(out_dtype).kind == "b"
-    conv = f"(uchar)(({value}) != 0)" if is_bool else f"(O)({value})"
+    kind = np.dtype(out_dtype).kind
+    conv = f"(uchar)(({value}) != 0)" if kind == "b" else f"(O)({value})"
+    if kind == "c":  # (O)(x) would put x in both components
+        part = "float" if np.dtype(out_dtype) == np.complex64 else "double"
+        conv = f"(O)(({part})({value}), ({part})0)"
+    if np.dtype(calc_dtype).kind == "c":  # full's program: arange counts in the components
+        calc_dtype = np.float32 if np.dtype(calc_dtype) == np.complex64 else np.float64
     return render(
         "fill",
         header=FP64_PRAGMA if fp64 else "",

@@ -6,11 +6,14 @@ ${header}
 #define T ${t}
 #define U ${uns_t}
 #define IS_FLOAT ${is_float}
+#define IS_COMPLEX ${is_complex}
 #define TS 16
 
 ${functions}
 
-#if IS_FLOAT
+#if IS_COMPLEX  /* T is float2/double2: (re, im) */
+#define MAD(acc, a, b) acc += (T)((a).x * (b).x - (a).y * (b).y, (a).x * (b).y + (a).y * (b).x)
+#elif IS_FLOAT
 #define MAD(acc, a, b) acc += (a) * (b)
 #else
 #define MAD(acc, a, b) acc = (T)((U)(acc) + (U)(a) * (U)(b))  /* wraps like NumPy */

@@ -228,8 +228,10 @@ class OpenCLDevice(Device):
 
     def _execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         op = spec.op
-        if not self.fp64 and any(d == np.float64 for d in (spec.dtype, *spec.in_dtypes)):
-            raise TypeError(f"{op}: device {self.id} ({self.name}) has no float64 support")
+        wide = (np.float64, np.complex128)
+        if not self.fp64 and any(d in wide for d in (spec.dtype, *spec.in_dtypes)):
+            raise TypeError(f"{op}: device {self.id} ({self.name}) has no float64 support "
+                            "(needed by float64 and complex128)")
         handler = self._HANDLERS.get(op)
         if handler is None:
             raise NotImplementedError(f"{op} on {self.id}")

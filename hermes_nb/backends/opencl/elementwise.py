@@ -52,8 +52,9 @@ def run_fused(dev: LaunchDevice, spec: OpSpec, inputs: Sequence[Any]) -> Any:
     """One generated kernel for a ``fused_elementwise`` spec (the vector form where it
     applies)."""
     program = spec.attrs["program"]
-    if not dev.fp64 and any(i.dtype == "float64" for i in program.instrs):
-        raise TypeError(f"fused_elementwise: device {dev.id} ({dev.name}) has no float64")
+    if not dev.fp64 and any(i.dtype in ("float64", "complex128") for i in program.instrs):
+        raise TypeError(f"fused_elementwise: device {dev.id} ({dev.name}) has no float64 "
+                        "(needed by float64 and complex128)")
     out = dev.empty(spec.shape, spec.dtype)
     n = out.size
     if n == 0:

@@ -1,0 +1,320 @@
+"""complex64 and complex128 on every device: the array API's complex functions against
+NumPy, NumPy 2 promotion between real and complex dtypes (Python complex scalars weak),
+special values, reductions and products, and the clear build-time errors of the ops the
+standard leaves undefined for complex numbers."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import hermes_nb as hm
+
+COMPLEX = ["complex64", "complex128"]
+REAL = {"complex64": "float32", "complex128": "float64"}
+
+
+def cdata(shape, dtype, *, seed=0, low=-2.0, high=2.0):
+    """Complex values with both parts uniform in [low, high)."""
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(low, high, shape) + 1j * rng.uniform(low, high, shape)).astype(dtype)
+
+
+def np_ref(fn, *args):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.asarray(fn(*args))
+
+
+def skip_without_fp64(device, dtype):
+    if dtype in ("complex128", "float64") and not device.fp64:
+        pytest.skip(f"{device.id} has no fp64: complex128 is refused there (tested below)")
+
+
+# ---- elementwise functions --------------------------------------------------------------
+
+# op -> (Hermes, NumPy, loose): loose for transcendental functions (a few ulp apart)
+UNARY = {
+    "negative": (hm.negative, np.negative, False),
+    "positive": (lambda t: +t, np.positive, False),
+    "abs": (hm.abs, np.abs, False),
+    "real": (hm.real, np.real, False),
+    "imag": (hm.imag, np.imag, False),
+    "conj": (hm.conj, np.conj, False),
+    "square": (hm.square, np.square, False),
+    "sign": (hm.sign, np.sign, False),
+    "reciprocal": (hm.reciprocal, np.reciprocal, False),
+    "round": (hm.round, np.round, False),
+    "sqrt": (hm.sqrt, np.sqrt, True),
+    "exp": (hm.exp, np.exp, True),
+    "log": (hm.log, np.log, True),
+    "expm1": (hm.expm1, np.expm1, True),
+    "log1p": (hm.log1p, np.log1p, True),
+    "log2": (hm.log2, np.log2, True),
+    "log10": (hm.log10, np.log10, True),
+    "sin": (hm.sin, np.sin, True),
+    "cos": (hm.cos, np.cos, True),
+    "tan": (hm.tan, np.tan, True),
+    "sinh": (hm.sinh, np.sinh, True),
+    "cosh": (hm.cosh, np.cosh, True),
+    "tanh": (hm.tanh, np.tanh, True),
+    "asin": (hm.asin, np.arcsin, True),
+    "acos": (hm.acos, np.arccos, True),
+    "atan": (hm.atan, np.arctan, True),
+    "asinh": (hm.asinh, np.arcsinh, True),
+    "acosh": (hm.acosh, np.arccosh, True),
+    "atanh": (hm.atanh, np.arctanh, True),
+}
+# values whose parts are away from the branch cuts and singularities (|x| = 1, 0)
+SAFE = np.array([0.3 + 0.4j, -1.7 + 0.25j, 0.9 - 1.3j, -0.4 - 0.6j, 1.9 + 1.1j, -0.1 + 1.6j,
+                 2.5 - 0.2j, -2.2 - 1.9j])
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("op", sorted(UNARY))
+def test_unary_functions_match_numpy(device, run_on, assert_close, op, dtype):
+    skip_without_fp64(device, dtype)
+    fn, ref, loose = UNARY[op]
+    x = np.concatenate([SAFE, cdata((24,), dtype, seed=1).astype(np.complex128)]).astype(dtype)
+    x = x.reshape(4, 8)
+    expected = np_ref(ref, x)
+    got = run_on(device, fn, x)
+    assert_close(got, expected, loose=loose)
+
+
+BINARY = {
+    "add": (hm.add, np.add),
+    "subtract": (hm.subtract, np.subtract),
+    "multiply": (hm.multiply, np.multiply),
+    "divide": (hm.divide, np.divide),
+    "pow": (hm.pow, np.power),
+    "equal": (hm.equal, np.equal),
+    "not_equal": (hm.not_equal, np.not_equal),
+}
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_binary_functions_match_numpy(device, run_on, assert_close, op, dtype):
+    skip_without_fp64(device, dtype)
+    fn, ref = BINARY[op]
+    a, b = cdata((4, 6), dtype, seed=2), cdata((4, 6), dtype, seed=3)
+    b[0, :3] = a[0, :3]  # some equal pairs for equal/not_equal
+    b[1, :2] = 0.5  # purely real, and integral
+    b[1, 2:4] = 2, -3  # small integer powers take NumPy's exact path
+    assert_close(run_on(device, fn, a, b), np_ref(ref, a, b), loose=op == "pow")
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_broadcast_and_fused_chain(device, run_on, assert_close, dtype):
+    skip_without_fp64(device, dtype)
+    a, b = cdata((5, 7), dtype, seed=4), cdata((7,), dtype, seed=5)
+
+    def chain(x, y):
+        return hm.exp(x * y - 1j) / (x + 2) + hm.conj(y) * hm.abs(x)
+
+    expected = np_ref(lambda x, y: np.exp(x * y - 1j) / (x + 2) + np.conj(y) * np.abs(x), a, b)
+    assert_close(run_on(device, chain, a, b), expected, loose=True)
+
+
+# (x1 dtype, x2 dtype or Python scalar) -> NumPy 2's result, as the standard's table
+PROMOTIONS = [
+    ("float32", "complex64"), ("float64", "complex64"), ("float32", "complex128"),
+    ("complex64", "complex128"), ("int32", "complex64"), ("bool", "complex64"),
+    ("complex64", 1j), ("complex64", 2.5), ("complex64", 3), ("float32", 1j),
+    ("float64", 1j), ("int64", 2j),
+]
+
+
+@pytest.mark.parametrize(("d1", "d2"), PROMOTIONS, ids=str)
+def test_promotion_follows_numpy(device, run_on, assert_close, d1, d2):
+    if not device.fp64 and "64" in str(d1) + str(d2).replace("complex64", ""):
+        pytest.skip(f"{device.id} has no fp64")
+    a = (np.arange(1, 7).reshape(2, 3) % 3).astype(d1)
+    b = d2 if not isinstance(d2, str) else (cdata((2, 3), d2, seed=6) if d2.startswith(
+        "complex") else np.ones((2, 3), d2))
+    expected = np_ref(np.add, a, b)
+    assert hm.result_type(np.dtype(d1), d2 if not isinstance(d2, str) else np.dtype(d2)) \
+        == expected.dtype
+    assert_close(run_on(device, lambda x: hm.add(x, b if not isinstance(b, np.ndarray)
+                                                 else hm.asarray(b)), a), expected)
+
+
+def test_can_cast_and_result_type():
+    assert hm.can_cast(hm.float32, hm.complex64) and hm.can_cast(hm.float32, hm.complex128)
+    assert not hm.can_cast(hm.float64, hm.complex64)
+    assert not hm.can_cast(hm.complex64, hm.float64)
+    assert hm.can_cast(hm.complex64, hm.complex128) and not hm.can_cast(hm.complex128,
+                                                                        hm.complex64)
+    assert hm.result_type(hm.float64, hm.complex64) == hm.complex128
+    assert hm.result_type(hm.complex64, 1.0, 2j) == hm.complex64
+    assert hm.finfo(hm.complex64).dtype == hm.float32
+    assert hm.finfo(hm.complex128).eps == np.finfo(np.float64).eps
+    assert hm.isdtype(hm.complex64, ("complex floating", "bool"))
+
+
+# ---- special values -----------------------------------------------------------------------
+
+SPECIAL = [complex(np.inf, 0), complex(0, -np.inf), complex(np.nan, 1), complex(1, np.nan),
+           complex(np.inf, np.nan), complex(-np.inf, -np.inf), 0j, complex(3, -4),
+           complex(np.finfo(np.float32).max, 1)]
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("op", ["abs", "isnan", "isinf", "isfinite", "real", "imag", "conj"])
+def test_special_values(device, run_on, assert_close, op, dtype):
+    skip_without_fp64(device, dtype)
+    x = np.array(SPECIAL, dtype)
+    fn = getattr(hm, op)
+    assert_close(run_on(device, fn, x), np_ref(getattr(np, op), x))
+
+
+# ---- conversions and creation -----------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("target", ["bool", "int32", "float32", "float64", "complex64",
+                                    "complex128"])
+def test_astype(device, run_on, assert_close, dtype, target):
+    skip_without_fp64(device, dtype)
+    skip_without_fp64(device, target)
+    x = cdata((3, 5), dtype, seed=7) * 3
+    x[0, :3] = [0, 1j, 2]  # zero, only imaginary, only real: bool needs both parts
+    expected = (x != 0) if target == "bool" else np_ref(
+        lambda v: (v.real if not target.startswith("complex") else v).astype(target), x)
+    assert_close(run_on(device, lambda t: hm.astype(t, target), x), expected)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_real_to_complex_and_creation(device, run_on, assert_close, dtype):
+    skip_without_fp64(device, dtype)
+    r = np.linspace(-2, 2, 12, dtype=REAL[dtype]).reshape(3, 4)
+    assert_close(run_on(device, lambda t: hm.astype(t, dtype) * 1j, r), r.astype(dtype) * 1j)
+    assert_close(run_on(device, lambda: hm.full((2, 3), 1 - 2j, dtype=dtype)),
+                 np.full((2, 3), 1 - 2j, dtype))
+    assert_close(run_on(device, lambda: hm.zeros((4,), dtype=dtype) + hm.ones((4,), dtype)),
+                 np.ones(4, dtype))
+    assert_close(run_on(device, lambda: hm.arange(5, dtype=dtype)), np.arange(5, dtype=dtype))
+    with hm.device(device):
+        listed = hm.asarray([1 + 2j, 3], dtype=dtype)
+        assert listed.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(listed.numpy(), np.array([1 + 2j, 3], dtype))
+    assert hm.asarray([1j, 2]).dtype == hm.complex128
+    assert hm.asarray(2j).dtype == hm.complex128 and complex(hm.asarray(2j)) == 2j
+    assert hm.full((2,), 1j).dtype == hm.complex128
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_movement_keeps_both_parts(device, run_on, assert_close, dtype):
+    skip_without_fp64(device, dtype)
+    x = cdata((6, 5), dtype, seed=8)
+    assert_close(run_on(device, lambda t: hm.permute_dims(t, (1, 0)) + 0, x), x.T)
+    assert_close(run_on(device, lambda t: t[::2, 1:4] * 1, x), x[::2, 1:4])
+    assert_close(run_on(device, lambda t: hm.concat([t, t[:1]]), x), np.concatenate([x, x[:1]]))
+    assert_close(run_on(device, lambda t: hm.where(hm.real(t) > 0, t, 1j), x),
+                 np.where(x.real > 0, x, np.asarray(1j, dtype)))
+
+
+# ---- reductions, contractions, linalg ---------------------------------------------------
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_sum_prod_mean(device, run_on, assert_close, dtype, axis):
+    skip_without_fp64(device, dtype)
+    x = cdata((40, 300), dtype, seed=9)
+    small = cdata((6, 5), dtype, seed=10, low=-1.2, high=1.2)
+    assert_close(run_on(device, lambda t: hm.sum(t, axis=axis), x), x.sum(axis=axis), loose=True)
+    assert_close(run_on(device, lambda t: hm.mean(t * 2, axis=axis), x), (x * 2).mean(axis=axis),
+                 loose=True)
+    assert_close(run_on(device, lambda t: hm.prod(t, axis=axis), small), small.prod(axis=axis),
+                 loose=True)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_vecdot_conjugates_x1_and_matmul(device, run_on, assert_close, dtype):
+    skip_without_fp64(device, dtype)
+    a, b = cdata((8, 50), dtype, seed=11), cdata((8, 50), dtype, seed=12)
+    expected = np.sum(np.conj(a) * b, axis=-1)
+    assert_close(run_on(device, hm.vecdot, a, b), expected, loose=True)
+    m, n = cdata((33, 40), dtype, seed=13), cdata((40, 17), dtype, seed=14)
+    assert_close(run_on(device, hm.matmul, m, n), m @ n, loose=True)
+    assert_close(run_on(device, lambda x, y: hm.exp((x @ y) * 0.1), m, n),
+                 np.exp((m @ n) * 0.1), loose=True)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_linalg_through_lapack(device, assert_close, dtype):
+    skip_without_fp64(device, dtype)
+    a = cdata((4, 4), dtype, seed=15) + 4 * np.eye(4, dtype=dtype)
+    h = a @ a.conj().T  # Hermitian positive definite
+    rhs = cdata((4,), dtype, seed=16)
+    with hm.device(device):
+        t, th = hm.asarray(a), hm.asarray(h)
+        checks = {
+            "inv": (hm.linalg.inv(t), np.linalg.inv(a)),
+            "det": (hm.linalg.det(t), np.linalg.det(a)),
+            "solve": (hm.linalg.solve(t, hm.asarray(rhs)), np.linalg.solve(a, rhs)),
+            "eigvalsh": (hm.linalg.eigvalsh(th), np.linalg.eigvalsh(h)),
+            "svdvals": (hm.linalg.svdvals(t), np.linalg.svd(a, compute_uv=False)),
+            "cholesky": (hm.linalg.cholesky(th), np.linalg.cholesky(h)),
+            "vector_norm": (hm.linalg.vector_norm(t), np.linalg.norm(a.ravel())),
+            "matrix_norm": (hm.linalg.matrix_norm(t), np.linalg.norm(a, "fro")),
+            "nuc": (hm.linalg.matrix_norm(t, ord="nuc"), np.linalg.norm(a, "nuc")),
+        }
+        for name, (got, expected) in checks.items():
+            assert_close(got.numpy(), np.asarray(expected), loose=True), name
+
+
+# ---- what the standard leaves out: clear errors when the graph is built -----------------
+
+UNORDERED = {
+    "less": lambda t: t < 1, "greater_equal": lambda t: hm.greater_equal(t, t),
+    "maximum": lambda t: hm.maximum(t, 0), "minimum": lambda t: hm.minimum(t, t),
+    "floor": hm.floor, "ceil": hm.ceil, "trunc": hm.trunc,
+    "floor_divide": lambda t: t // 2, "remainder": lambda t: t % 2,
+    "max": hm.max, "min": hm.min, "argmax": hm.argmax, "argmin": hm.argmin,
+    "sort": hm.sort, "argsort": hm.argsort, "clip": lambda t: hm.clip(t, 0, 1),
+    "searchsorted": lambda t: hm.searchsorted(t, t),
+}
+
+
+@pytest.mark.parametrize("op", sorted(UNORDERED))
+def test_ordering_ops_refuse_complex(device, op):
+    with hm.device(device):
+        t = hm.asarray(np.array([1 + 1j, 2 - 1j], np.complex64))
+        with pytest.raises(TypeError, match=rf"^{op}: complex dtypes have no order; {op} is "
+                                            r"defined for bool, .*float64, got complex64"):
+            UNORDERED[op](t)
+
+
+@pytest.mark.parametrize("op", ["atan2", "hypot", "logaddexp", "copysign"])
+def test_real_functions_refuse_complex(device, op):
+    with hm.device(device):
+        t = hm.asarray(np.array([1 + 1j], np.complex64))
+        with pytest.raises(TypeError, match=rf"^{op}: complex dtypes are not supported \(it is "
+                                            r"a function of real numbers\)"):
+            getattr(hm, op)(t, t)
+
+
+def test_kernel_families_without_complex_name_the_op(device):
+    with hm.device(device):
+        image = hm.asarray(cdata((8, 8), "complex64"))
+        with pytest.raises(TypeError, match=r"^gaussian_blur: stencil and image ops take real "
+                                            r"images only, got dtype complex64; allowed: "
+                                            r"float32, float64"):
+            hm.gaussian_blur(image)
+        with pytest.raises(TypeError, match=r"^sobel: stencil and image ops take real images"):
+            hm.sobel(image)
+        with pytest.raises(TypeError, match=r"^bitwise_and: argument x1 has dtype complex64"):
+            hm.bitwise_and(image, 1)
+        with pytest.raises(TypeError, match=r"^var: complex dtypes are not supported"):
+            hm.var(image)
+
+
+def test_complex128_needs_fp64(device):
+    if device.fp64:
+        assert "complex128" in hm.__array_namespace_info__().dtypes(device=device.id)
+        return
+    with pytest.raises((TypeError, ValueError), match="complex128"), hm.device(device):
+        hm.asarray(np.zeros(2, np.complex128)) + 1
