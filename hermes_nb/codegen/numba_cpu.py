@@ -63,7 +63,7 @@ import numba
 import numpy as np
 from numba.core import types
 
-from hermes_nb.codegen import numba_math
+from hermes_nb.codegen import numba_complex, numba_math
 from hermes_nb.codegen.numba_math import LIBM, MATH_HELPER_DEPS, MATH_HELPERS
 from hermes_nb.codegen.numba_support import (
     KernelCache,
@@ -92,6 +92,7 @@ _SLICE_MIN = 1 << 16  # elements per thread's slice at least
 # ---- helpers emitted into the generated source, per dtype ------------------------------
 _HELPERS: dict[str, str] = {
     **MATH_HELPERS,
+    **numba_complex.HELPERS,
     # npy_divmod: Python-style floor division and remainder, exactly as NumPy's loops
     "fdivmod": '''
 @njit
@@ -274,7 +275,10 @@ def _ctor(dtype: str) -> str:
     return "np.bool_" if dtype == "bool" else f"np.{dtype}"
 
 
-def _literal(value: bool | int | float, dtype: str) -> str:
+def _literal(value: bool | int | float | complex, dtype: str) -> str:
+    if dtype.startswith("complex"):
+        v = complex(value)
+        return f"np.{dtype}(complex({_literal(v.real, 'float64')}, {_literal(v.imag, 'float64')}))"
     if dtype == "bool":
         return f"np.bool_({bool(value)})"
     if np.dtype(dtype).kind in "iu":
@@ -292,8 +296,8 @@ def _column(dtype: str) -> str | None:
 
 
 # unsigned integers share the signed forms: Numba's integer ops and the wrapping casts to
-# the output dtype ({T}) give NumPy's results for both
-_COLUMNS = {"b": "bools", "i": "ints", "u": "ints", "f": "floats"}
+# the output dtype ({T}) give NumPy's results for both; complex: numba_complex.FORMS
+_COLUMNS = {"b": "bools", "i": "ints", "u": "ints", "f": "floats", "c": "complex"}
 
 
 class _HelperNames:
@@ -343,16 +347,19 @@ class _Emitter:
         return form.format(
             a=a, b=b, c=c, ab=ab, bb=_as_bool(b, in_dtypes[1]) if len(args) > 1 else "",
             T=T, S=_ctor(src), Tk="" if all(d == dtype for d in in_dtypes) else T,
-            cast=ab if dtype == "bool" else f"{T}({a})", helper=_HelperNames(self, src))
+            cast=numba_complex.cast(a, src, dtype, T) if "complex" in src + dtype else
+            ab if dtype == "bool" else f"{T}({a})", helper=_HelperNames(self, src))
 
     def _form(self, op: str, arg_ids: Sequence[int], src: str) -> str | None:
         if op == "pow" and self.const_value(arg_ids[1]) == 2:
             op = "square"  # what NumPy's power does for a scalar 2, and exact
         forms, column = NUMBA_FORMS.get(op), _column(src)
+        if column == "complex":
+            return numba_complex.FORMS.get(op)
         return getattr(forms, column) if forms is not None and column is not None else None
 
 
-_CODEGEN_HASH = codegen_hash(__file__, numba_math.__file__)
+_CODEGEN_HASH = codegen_hash(__file__, numba_math.__file__, numba_complex.__file__)
 
 
 def render(program: Program, variant: Variant) -> str:

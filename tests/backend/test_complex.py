@@ -119,6 +119,26 @@ def test_broadcast_and_fused_chain(device, run_on, assert_close, dtype):
     assert_close(run_on(device, chain, a, b), expected, loose=True)
 
 
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_large_fused_kernels(device, run_on, assert_close, dtype):
+    """Above cpu:0's JIT size (65536 elements) its compiled kernels run, not NumPy."""
+    skip_without_fp64(device, dtype)
+    a, b = cdata((256, 300), dtype, seed=17), cdata((256, 300), dtype, seed=18)
+    b[0, :4] = [0, 0, 1, 1j]  # division by 0: inf/nan parts, as NumPy's loop
+    a[0, :2] = [0, 1 + 1j]
+
+    def chain(x, y):
+        return hm.exp(x * 0.5j) / y + hm.sqrt(x) * hm.log(y + 3) - hm.conj(x) * hm.abs(y)
+
+    expected = np_ref(lambda x, y: np.exp(x * 0.5j) / y + np.sqrt(x) * np.log(y + 3)
+                      - np.conj(x) * np.abs(y), a, b)
+    assert_close(run_on(device, chain, a, b), expected, loose=True)
+    assert_close(run_on(device, lambda x, y: hm.sum(hm.conj(x) * y, axis=1), a, b),
+                 np.sum(np.conj(a) * b, axis=1), loose=True)
+    assert_close(run_on(device, lambda x: hm.astype(x * (hm.real(x) > 0), "bool"), a),
+                 (a * (a.real > 0)) != 0)
+
+
 # (x1 dtype, x2 dtype or Python scalar) -> NumPy 2's result, as the standard's table
 PROMOTIONS = [
     ("float32", "complex64"), ("float64", "complex64"), ("float32", "complex128"),
