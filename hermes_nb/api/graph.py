@@ -34,5 +34,6 @@ def check_capability(op: str, device_id: str, dtype: np.dtype, inputs: Sequence[
         names = ", ".join(sorted(d.name for d in unsupported))
         raise ValueError(
             f"{op}: device {dev.id} ({dev.name}) does not support {names}; "
-            "use float32, or pin the op to a device with fp64 support"
+            "use float32 (complex64 for complex128), or pin the op to a device with fp64 "
+            "support"
         )
