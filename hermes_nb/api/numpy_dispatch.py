@@ -51,7 +51,7 @@ from hermes_nb.api.tensor import Tensor
 _RENAMED = {
     "power": "pow", "absolute": "abs", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
     "arctan2": "atan2", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
-    "rint": "round", "invert": "bitwise_invert", "true_divide": "divide",
+    "rint": "round", "invert": "bitwise_invert", "true_divide": "divide", "conjugate": "conj",
 }
 _ELEMENTWISE = (
     "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power", "negative",
@@ -61,7 +61,7 @@ _ELEMENTWISE = (
     "minimum", "hypot", "copysign", "logaddexp", "isnan", "isinf", "isfinite", "equal",
     "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
     "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "invert", "signbit", "nextafter", "bitwise_left_shift", "bitwise_right_shift",
+    "invert", "signbit", "nextafter", "bitwise_left_shift", "bitwise_right_shift", "conjugate",
 )
 
 

@@ -344,3 +344,14 @@ def test_complex128_needs_fp64(monkeypatch):
         hm.ones((2,), dtype="complex128") + 1j
     with hm.device(dev):
         assert (hm.ones((2,), dtype="float32") * 1j).dtype == hm.complex64
+
+
+def test_numpy_ufuncs_on_complex_tensors_stay_lazy(device, assert_close):
+    skip_without_fp64(device, "complex128")
+    x = cdata((3, 4), "complex128", seed=19)
+    with hm.device(device):
+        t = hm.asarray(x)
+        out = [np.conjugate(t), np.conj(t) * np.exp(t), np.absolute(t)]
+    assert all(isinstance(o, hm.Tensor) for o in out)
+    for got, expected in zip(out, [np.conj(x), np.conj(x) * np.exp(x), np.abs(x)]):
+        assert_close(got.numpy(), expected, loose=True)
