@@ -3,7 +3,8 @@
 Numba has complex64/complex128 natively; where its arithmetic differs from NumPy's loops
 (division: Numba raises on a zero divisor, NumPy divides by Smith's algorithm and gives
 inf/nan), a generated helper does what NumPy does. Ops without a form here (``expm1``,
-``log1p``, ``pow``, ``sign``, ``round``, ...) make the program run in the NumPy interpreter.
+``log1p``, ``log2``, ``pow``, ``sign``, ``round``) make the program run in the NumPy
+interpreter.
 
 Placeholders as in ``numba_cpu.NUMBA_FORMS``: ``{a}`` ``{b}`` operands, ``{T}`` the output
 dtype's constructor, ``{Tk}`` it unless the operands already have it, ``{helper[name]}``
@@ -34,6 +35,10 @@ FORMS: dict[str, str] = {
     "exp": "{T}(cmath.exp({a}))",
     "log": "{T}(cmath.log({a}))",
     "sqrt": "{T}(cmath.sqrt({a}))",
+    "log10": "{T}(cmath.log10({a}))",
+    **{op: f"{{T}}(cmath.{op}({{a}}))" for op in (
+        "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh",
+        "atanh")},
     "astype": "{cast}",
 }
 

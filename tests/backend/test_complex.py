@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import hermes_nb as hm
+from hermes_nb.ir.program import Instr, Program
 
 COMPLEX = ["complex64", "complex128"]
 REAL = {"complex64": "float32", "complex128": "float64"}
@@ -137,6 +138,27 @@ def test_large_fused_kernels(device, run_on, assert_close, dtype):
                  np.sum(np.conj(a) * b, axis=1), loose=True)
     assert_close(run_on(device, lambda x: hm.astype(x * (hm.real(x) > 0), "bool"), a),
                  (a * (a.real > 0)) != 0)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_cpu_compiled_kernels_match_numpy(monkeypatch, assert_close, dtype):
+    """cpu:0's Numba kernels (numba_complex) on every complex op, tiny inputs compiled too."""
+    pytest.importorskip("numba")
+    from hermes_nb.backends.cpu import device as cpu_device
+    from hermes_nb.codegen import numba_complex, numba_cpu
+
+    monkeypatch.setattr(cpu_device, "JIT_MIN_ELEMENTS", 0)
+    x = np.concatenate([SAFE, cdata((16,), dtype, seed=20).astype(np.complex128)]).astype(dtype)
+    y = cdata((24,), dtype, seed=21)
+    with hm.device("cpu:0"):
+        t, u = hm.asarray(x), hm.asarray(y)
+        for fn, ref, loose in UNARY.values():
+            assert_close(fn(t).numpy(), np_ref(ref, x), loose=loose)
+        for op, (fn, ref) in BINARY.items():
+            assert_close(fn(t, u).numpy(), np_ref(ref, x, y), loose=op == "pow")
+    compiled = Program((dtype,), (), (Instr("exp", (0,), dtype), Instr("abs", (1,), REAL[dtype])),
+                       (2,))
+    assert numba_cpu.supports(compiled) and {"exp", "abs", "divide"} <= set(numba_complex.FORMS)
 
 
 # (x1 dtype, x2 dtype or Python scalar) -> NumPy 2's result, as the standard's table
@@ -282,8 +304,8 @@ def test_linalg_through_lapack(device, assert_close, dtype):
             "matrix_norm": (hm.linalg.matrix_norm(t), np.linalg.norm(a, "fro")),
             "nuc": (hm.linalg.matrix_norm(t, ord="nuc"), np.linalg.norm(a, "nuc")),
         }
-        for name, (got, expected) in checks.items():
-            assert_close(got.numpy(), np.asarray(expected), loose=True), name
+        for got, expected in checks.values():
+            assert_close(got.numpy(), np.asarray(expected), loose=True)
 
 
 # ---- what the standard leaves out: clear errors when the graph is built -----------------
