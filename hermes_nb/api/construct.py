@@ -141,27 +141,35 @@ def triu(x: Any, /, *, k: int = 0) -> Tensor:
     return _triangle("triu", x, k, keep_below=False)
 
 
-def linspace(start: int | float, stop: int | float, /, num: int, *, dtype: object = None,
-             device: DeviceLike = None, endpoint: bool = True) -> Tensor:
+def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *,
+             dtype: object = None, device: DeviceLike = None, endpoint: bool = True) -> Tensor:
     """``num`` evenly spaced values from ``start`` to ``stop`` (included when ``endpoint``),
-    computed in ``dtype`` (float64 by default; a float dtype). The last value is ``stop``
-    exactly, as in NumPy.
+    computed in ``dtype`` (a floating dtype: float64 by default, complex128 when ``start``
+    or ``stop`` is complex). The last value is ``stop`` exactly, as in NumPy.
 
     >>> import hermes_nb as hm
     >>> hm.linspace(0, 1, 5).numpy().tolist()
     [0.0, 0.25, 0.5, 0.75, 1.0]
+    >>> hm.linspace(0, 2j, 3).numpy().tolist()
+    [0j, 1j, 2j]
     """
     for name, v in (("start", start), ("stop", stop)):
-        if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
-            raise TypeError(f"linspace: {name} must be a real number, got {v!r}")
+        if not isinstance(v, (int, float, complex, np.number)) or isinstance(v, bool):
+            raise TypeError(f"linspace: {name} must be a number, got {v!r}")
     n = _count("linspace", "num", num)
-    dt = dtypes.float64 if dtype is None else dtypes.as_dtype(dtype, op="linspace")
-    if not dtypes.is_float(dt):
+    given_complex = any(isinstance(v, (complex, np.complexfloating)) for v in (start, stop))
+    default = dtypes.complex128 if given_complex else dtypes.float64
+    dt = default if dtype is None else dtypes.as_dtype(dtype, op="linspace")
+    if not dtypes.is_inexact(dt):
         raise TypeError(f"linspace: dtype {dt.name} is not a floating-point dtype; allowed: "
-                        "float32, float64")
+                        "float32, float64, complex64, complex128")
+    if given_complex and not dtypes.is_complex(dt):
+        raise TypeError(f"linspace: dtype {dt.name} cannot hold the complex start or stop "
+                        f"({start!r}, {stop!r}); allowed: complex64, complex128")
     if not isinstance(endpoint, (bool, np.bool_)):
         raise TypeError(f"linspace: endpoint must be True or False, got {endpoint!r}")
-    a, b = float(start), float(stop)
+    a, b = (complex(start), complex(stop)) if dtypes.is_complex(dt) else (float(start),
+                                                                          float(stop))
     div = (n - 1) if endpoint else n
     step = (b - a) / div if div > 0 else math.nan
     with on_device(device, "linspace"):

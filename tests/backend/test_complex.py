@@ -238,6 +238,10 @@ def test_real_to_complex_and_creation(device, run_on, assert_close, dtype):
     assert_close(run_on(device, lambda: hm.zeros((4,), dtype=dtype) + hm.ones((4,), dtype)),
                  np.ones(4, dtype))
     assert_close(run_on(device, lambda: hm.arange(5, dtype=dtype)), np.arange(5, dtype=dtype))
+    assert_close(run_on(device, lambda: hm.linspace(1 - 1j, 2 + 3j, 7, dtype=dtype)),
+                 np.linspace(1 - 1j, 2 + 3j, 7, dtype=dtype))
+    assert_close(run_on(device, lambda: hm.linspace(0, 1j, 4, endpoint=False, dtype=dtype)),
+                 np.linspace(0, 1j, 4, endpoint=False, dtype=dtype))
     with hm.device(device):
         listed = hm.asarray([1 + 2j, 3], dtype=dtype)
         assert listed.dtype == np.dtype(dtype)
@@ -352,6 +356,9 @@ def test_kernel_families_without_complex_name_the_op(device):
             hm.bitwise_and(image, 1)
         with pytest.raises(TypeError, match=r"^var: complex dtypes are not supported"):
             hm.var(image)
+        with pytest.raises(TypeError, match=r"^linspace: dtype float32 cannot hold the complex "
+                                            r"start or stop \(0, 1j\); allowed: complex64"):
+            hm.linspace(0, 1j, 3, dtype="float32")
 
 
 def test_complex128_needs_fp64(monkeypatch):
