@@ -96,13 +96,17 @@ HELPERS: dict[str, str] = {
 }}""",
     "reciprocal": "{Q} {C} hc_reciprocal_{s}({C} a) {{ return hc_div_{s}(hc_mk_{s}(({R})1, "
                   "({R})0), a); }}",
-    # x / |x|; 0 for 0; NaN components give NaN
+    # x / |x| as NumPy: 0 for 0; one infinite part gives its sign (+-1, the other part +-0);
+    # both infinite, or a NaN, give NaN
     "sign": """\
 {Q} {C} hc_sign_{s}({C} a) {{
-    const {R} r = hc_abs_{s}(a);
+    const {R} x = hc_re_{s}(a), y = hc_im_{s}(a), r = hc_abs_{s}(a);
     if (r == ({R})0) return hc_mk_{s}(({R})0, ({R})0);
+    if (isinf(r) && !(isinf(x) && isinf(y)))
+        return hc_mk_{s}(@copysign(isinf(x) ? ({R})1 : ({R})0, x),
+                         @copysign(isinf(y) ? ({R})1 : ({R})0, y));
     if (isnan(r) || isinf(r)) return hc_mk_{s}({NAN}, {NAN});
-    return hc_mk_{s}(hc_re_{s}(a) / r, hc_im_{s}(a) / r);
+    return hc_mk_{s}(x / r, y / r);
 }}""",
     "exp": """\
 {Q} {C} hc_exp_{s}({C} a) {{

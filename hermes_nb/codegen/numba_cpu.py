@@ -165,7 +165,8 @@ def pow_{t}(a, b):
     return result
 ''',
 }
-_HELPER_DEPS = {**MATH_HELPER_DEPS, "floor_divide_f": ("fdivmod",), "remainder_f": ("fdivmod",)}
+_HELPER_DEPS = {**MATH_HELPER_DEPS, **numba_complex.HELPER_DEPS, "floor_divide_f": ("fdivmod",),
+                "remainder_f": ("fdivmod",)}
 
 
 @dataclass(frozen=True)

@@ -205,7 +205,8 @@ SPECIAL = [complex(np.inf, 0), complex(0, -np.inf), complex(np.nan, 1), complex(
 
 
 @pytest.mark.parametrize("dtype", COMPLEX)
-@pytest.mark.parametrize("op", ["abs", "isnan", "isinf", "isfinite", "real", "imag", "conj"])
+@pytest.mark.parametrize("op", ["abs", "isnan", "isinf", "isfinite", "real", "imag", "conj",
+                                "sign"])
 def test_special_values(device, run_on, assert_close, op, dtype):
     skip_without_fp64(device, dtype)
     x = np.array(SPECIAL, dtype)
