@@ -166,7 +166,8 @@ PROMOTIONS = [
     ("float32", "complex64"), ("float64", "complex64"), ("float32", "complex128"),
     ("complex64", "complex128"), ("int32", "complex64"), ("bool", "complex64"),
     ("complex64", 1j), ("complex64", 2.5), ("complex64", 3), ("float32", 1j),
-    ("float64", 1j), ("int64", 2j),
+    ("float64", 1j), ("int64", 2j), ("int8", "complex64"), ("uint16", "complex64"),
+    ("uint64", "complex64"), ("int16", 1j),
 ]
 
 
@@ -217,7 +218,7 @@ def test_special_values(device, run_on, assert_close, op, dtype):
 # ---- conversions and creation -----------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", COMPLEX)
-@pytest.mark.parametrize("target", ["bool", "int32", "float32", "float64", "complex64",
+@pytest.mark.parametrize("target", ["bool", "int16", "int32", "float32", "float64", "complex64",
                                     "complex128"])
 def test_astype(device, run_on, assert_close, dtype, target):
     skip_without_fp64(device, dtype)
