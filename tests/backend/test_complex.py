@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import hermes_nb as hm
+from hermes_nb.ir import dtypes
 from hermes_nb.ir.program import Instr, Program
 
 COMPLEX = ["complex64", "complex128"]
@@ -183,6 +184,21 @@ def test_promotion_follows_numpy(device, run_on, assert_close, d1, d2):
         == expected.dtype
     assert_close(run_on(device, lambda x: hm.add(x, b if not isinstance(b, np.ndarray)
                                                  else hm.asarray(b)), a), expected)
+
+
+@pytest.mark.parametrize("real", [d for d in dtypes.NAMES if np.dtype(d).kind != "c"])
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_promotion_with_every_real_dtype(device, run_on, assert_close, dtype, real):
+    skip_without_fp64(device, dtype)
+    x, y = cdata((3, 4), dtype, seed=22), (np.arange(12).reshape(3, 4) % 5 + 1).astype(real)
+    for fn, ref in ((hm.add, np.add), (hm.multiply, np.multiply), (hm.divide, np.divide)):
+        expected = np_ref(ref, x, y)
+        if expected.dtype == np.complex128:
+            skip_without_fp64(device, "complex128")
+        assert_close(run_on(device, fn, x, y), expected)
+        assert_close(run_on(device, fn, y, x), np_ref(ref, y, x))
+    with hm.device(device), pytest.raises(TypeError, match="complex dtypes have no order"):
+        hm.maximum(hm.asarray(x), hm.asarray(y))
 
 
 def test_can_cast_and_result_type():
