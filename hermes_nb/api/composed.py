@@ -55,6 +55,7 @@ def signbit(x: Operand, /) -> Tensor:
     """
     t = ew._as_tensor(x, "signbit")
     ew._reject_bool("signbit", t.dtype, "real-valued")
+    dtypes.refuse_complex("signbit", t.dtype)  # the standard defines it for reals only
     if dtypes.is_integer(t.dtype):
         return ew._binary("less", t, 0)
     # copysign carries the sign bit of NaN and of -0.0, which comparisons cannot see

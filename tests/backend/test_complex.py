@@ -340,6 +340,7 @@ UNORDERED = {
     "max": hm.max, "min": hm.min, "argmax": hm.argmax, "argmin": hm.argmin,
     "sort": hm.sort, "argsort": hm.argsort, "clip": lambda t: hm.clip(t, 0, 1),
     "searchsorted": lambda t: hm.searchsorted(t, t),
+    "signbit": hm.signbit,
 }
 
 
@@ -372,6 +373,12 @@ def test_kernel_families_without_complex_name_the_op(device):
             hm.sobel(image)
         with pytest.raises(TypeError, match=r"^bitwise_and: argument x1 has dtype complex64"):
             hm.bitwise_and(image, 1)
+        with pytest.raises(TypeError, match=r"^nextafter: expected real floating-point operands, "
+                                            r"got complex64"):
+            hm.nextafter(image, image)
+        with pytest.raises(TypeError, match=r"^bitwise_left_shift: argument x1 has dtype "
+                                            r"complex64"):
+            hm.bitwise_left_shift(image, 1)
         with pytest.raises(TypeError, match=r"^var: complex dtypes are not supported"):
             hm.var(image)
         with pytest.raises(TypeError, match=r"^linspace: dtype float32 cannot hold the complex "
