@@ -16,7 +16,7 @@ from hermes_nb.runtime import cluster_reports
 from hermes_nb.runtime.cluster import direct
 from hermes_nb.runtime.cluster_devices import RESOURCE_PREFIX, ClusterDevice, split_address
 from hermes_nb.runtime.cluster_inventory import describe, setup
-from hermes_nb.runtime.coexec import tile_task
+from hermes_nb.runtime.coexec import tile_key, tile_task
 from hermes_nb.runtime.lower import run_op
 
 
@@ -70,8 +70,7 @@ def _reports_due(graph: dict[str, Any], decisions: dict[str, Any]
         if task[0] is run_op:
             due.setdefault(task[3], {})[key] = decisions[key]
         elif task[0] is tile_task:
-            spec, tile, run_id = task[1], task[3], task[5]
-            due.setdefault(run_id, {})[f"{spec.key}[{tile.start}:{tile.stop}]"] = None
+            due.setdefault(task[5], {})[tile_key(task[1], task[3])] = None
     return due
 
 

@@ -54,6 +54,11 @@ def _input_rows(node: Node, index: int) -> bool:
     return inp.ndim == node.ndim and inp.shape[0] == node.shape[0]
 
 
+def tile_key(spec: OpSpec, tile: Tile) -> str:
+    """The name a tile's run is recorded (and reported from a worker) under."""
+    return f"{spec.key}[{tile.start}:{tile.stop}]"
+
+
 def tile_task(spec: OpSpec, node_rows: tuple[bool, ...], tile: Tile, halo: int, run_id: int,
               *inputs: Resident) -> tuple[int, Any]:
     """Run rows ``[start - halo, stop + halo)`` of the kernel on the tile's device; returns
@@ -64,8 +69,7 @@ def tile_task(spec: OpSpec, node_rows: tuple[bool, ...], tile: Tile, halo: int, 
     arrays = [r.host()[lo:hi] if sliced else r.host() for r, sliced in zip(inputs, node_rows)]
     shape = (hi - lo, *spec.shape[1:])
     in_shapes = tuple(a.shape for a in arrays)
-    tile_spec = replace(spec, shape=shape, in_shapes=in_shapes,
-                        key=f"{spec.key}[{tile.start}:{tile.stop}]")
+    tile_spec = replace(spec, shape=shape, in_shapes=in_shapes, key=tile_key(spec, tile))
     device = bind(tile.device, tile_spec)
     tile_spec = replace(tile_spec, device=device.id)
 
