@@ -169,11 +169,16 @@ class Profile:
     def kernel_name(self, key: str) -> str:
         """The name views show for kernel ``key`` (or a tile of it), worked out once per run
         from the plan and the variables known when it began; ``""`` for a kernel not planned."""
+        return self._planned_names().get(key.split("[", 1)[0], "")
+
+    def _planned_names(self) -> dict[str, str]:
+        """The planned kernels' names, worked out once (usually during the run, when the
+        history names a run)."""
         if self._names is None:
             from hermes_nb.runtime.plan import kernel_names
 
             self._names = kernel_names(self.plan, self.variables)
-        return self._names.get(key.split("[", 1)[0], "")
+        return self._names
 
     def add(self, run: KernelRun | TransferRun | CompileRun) -> None:
         with self._lock:
@@ -214,11 +219,7 @@ class Profile:
     def kernel_names(self) -> dict[str, str]:
         """Per kernel key: the name views and traces show ("edges: blur5+sobel"); a kernel
         the plan does not hold keeps its op."""
-        if self._names is None:  # usually worked out during the run (the history names it)
-            from hermes_nb.runtime.plan import kernel_names
-
-            self._names = kernel_names(self.plan, self.variables)
-        names = dict(self._names)
+        names = dict(self._planned_names())
         for run in self.snapshot()[0]:
             names.setdefault(run.kernel, run.op)
         return names
