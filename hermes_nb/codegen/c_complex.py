@@ -17,12 +17,18 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
+from hermes_nb.ir import dtypes
+
 __all__ = ["COMPLEX_FORMS", "HELPERS", "PRIMITIVES", "helper_names", "real_of"]
 
 
 def real_of(dtype: str) -> str:
     """The components' dtype of a complex dtype (complex64: float32)."""
-    return {"complex64": "float32", "complex128": "float64"}[dtype]
+    if dtype not in dtypes.COMPLEX_NAMES:
+        raise KeyError(dtype)
+    return dtypes.real_dtype(np.dtype(dtype)).name
 
 
 # the op forms on complex operands ({a} {b} operands, {s} the dtype): a complex value, except

@@ -36,6 +36,7 @@ import numpy as np
 
 from hermes_nb.codegen import c_complex
 from hermes_nb.codegen.c_complex import COMPLEX_FORMS, real_of
+from hermes_nb.ir import dtypes
 from hermes_nb.ir.ops import COMPARISONS, FLOAT_RESULTS, PREDICATES
 from hermes_nb.ir.program import Instr, Program
 
@@ -243,7 +244,7 @@ SCALAR_FORMS: dict[str, dict[str, str]] = {
     "f": _column("floats"), "i": _column("ints"), "u": _column("ints"), "b": _column("bools"),
     "c": COMPLEX_FORMS,
 }
-_COMPLEX = ("complex64", "complex128")
+_COMPLEX = dtypes.COMPLEX_NAMES
 _INEXACT = (*FLOAT_DTYPES, *_COMPLEX)
 # ops whose complex form returns a real value (of the components' dtype)
 _COMPLEX_TO_REAL = frozenset({"abs", "real", "imag"})
