@@ -39,6 +39,27 @@ def checked(assert_close, name, got, expected):
         raise AssertionError(f"{name}: {exc}") from None
 
 
+def each_case(device, run_on, fns, *arrays, tile=False):
+    """``[fn(*arrays) for fn in fns]`` (one result dtype) computed by ONE generated kernel:
+    row ``k`` of a nested ``where`` over a new leading axis is ``fns[k]`` (a kernel build per
+    case took minutes per device). ``tile`` repeats the inputs along that axis, for ops the
+    fuser keeps out of a broadcasting kernel (float functions)."""
+    k = len(fns)
+    sel = np.arange(k, dtype=np.int32).reshape((k,) + (1,) * arrays[0].ndim)
+    if tile:
+        arrays = tuple(np.broadcast_to(a, (k, *a.shape)).copy() for a in arrays)
+
+    def build(s, *ts):
+        out = fns[-1](*ts)
+        for j in range(k - 2, -1, -1):
+            out = hm.where(s == j, fns[j](*ts), out)
+        if "fused_elementwise" in device.fused_ops:
+            assert len(out.explain().kernels) == 1, out.explain()
+        return out
+
+    return list(run_on(device, build, sel, *arrays))
+
+
 def full_range(dtype, shape, seed):
     """Values over the whole range of ``dtype``, with its limits, 0, 1 and -1 among them."""
     info = np.iinfo(dtype)
@@ -63,16 +84,17 @@ WRAPPING = {"add": operator.add, "subtract": operator.sub, "multiply": operator.
             "not_equal": operator.ne, "less": operator.lt, "less_equal": operator.le,
             "greater": operator.gt, "greater_equal": operator.ge}
 HM_BINARY = {name: getattr(hm, name) for name in WRAPPING}
+COMPARING = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
 
 
 @pytest.mark.parametrize(("dtype", "shape"), SHAPED)
 def test_binary_ops_wrap_like_numpy(device, run_on, assert_close, dtype, shape):
     x, y = full_range(dtype, shape, 1), full_range(dtype, shape, 2)[::-1].copy()
-    names = list(WRAPPING)
-    got = run_on(device, lambda a, b, z: tuple(HM_BINARY[n](a + z, b) for n in names), x, y,
-                 np.zeros_like(x))
-    for name, g in zip(names, got):
-        checked(assert_close, name, g, np_ref(WRAPPING[name], x, y))
+    for names in ([n for n in WRAPPING if n not in COMPARING], COMPARING):  # by result dtype
+        got = each_case(device, run_on, [lambda a, b, n=n: HM_BINARY[n](a, b) for n in names],
+                        x, y)
+        for name, g in zip(names, got):
+            checked(assert_close, name, g, np_ref(WRAPPING[name], x, y))
 
 
 @pytest.mark.parametrize(("dtype", "shape"), SHAPED)
@@ -85,11 +107,11 @@ def test_division_and_remainder(device, run_on, assert_close, dtype, shape):
     if np.iinfo(dtype).min < 0:
         y.flat[1::7] = -1
     y.flat[2::7] = small_range(dtype, y.flat[2::7].shape, 5)
-    got = run_on(device, lambda a, b, z: ((a + z) // b, (a + z) % b, (a + z) / b), x, y,
-                 np.zeros_like(x))
-    assert_close(got[0], np_ref(np.floor_divide, x, y))
-    assert_close(got[1], np_ref(np.remainder, x, y))
-    assert_close(got[2], np_ref(np.true_divide, x, y))
+    got = each_case(device, run_on, [operator.floordiv, operator.mod], x, y)
+    checked(assert_close, "floor_divide", got[0], np_ref(np.floor_divide, x, y))
+    checked(assert_close, "remainder", got[1], np_ref(np.remainder, x, y))
+    got = run_on(device, lambda a, b, z: (a + z) / b, x, y, np.zeros_like(x))
+    assert_close(got, np_ref(np.true_divide, x, y))
 
 
 @pytest.mark.parametrize(("dtype", "shape"), SHAPED)
@@ -110,16 +132,15 @@ UNARY = {"negative": np.negative, "abs": np.abs, "sign": np.sign, "square": np.s
 @pytest.mark.parametrize(("dtype", "shape"), SHAPED)
 def test_unary_ops(device, run_on, assert_close, dtype, shape):
     x = full_range(dtype, shape, 9)
-    names = list(UNARY)
-    got = run_on(device, lambda a, z: tuple(getattr(hm, n)(a + z) for n in names), x,
-                 np.zeros_like(x))
-    for name, g in zip(names, got):
-        expected = np_ref(UNARY[name], x)
-        if name in ("floor", "ceil", "trunc", "round"):
-            expected = x  # the array API: the integer itself
-        checked(assert_close, name, g, expected)
-    relu = run_on(device, lambda a, z: hm.relu(a + z), x, np.zeros_like(x))
-    assert_close(relu, np.maximum(x, x.dtype.type(0)))
+    predicates = ["logical_not", "isnan", "isfinite"]
+    for names in ([*(n for n in UNARY if n not in predicates), "relu"], predicates):
+        got = each_case(device, run_on, [lambda a, n=n: getattr(hm, n)(a) for n in names], x)
+        for name, g in zip(names, got):
+            expected = np.maximum(x, x.dtype.type(0)) if name == "relu" else \
+                np_ref(UNARY[name], x)
+            if name in ("floor", "ceil", "trunc", "round"):
+                expected = x  # the array API: the integer itself
+            checked(assert_close, name, g, expected)
 
 
 @pytest.mark.parametrize("dtype", NEW)
@@ -127,11 +148,11 @@ def test_float_functions_of_integers(device, run_on, assert_close, dtype):
     """Every integer dtype gives float64, which the standard leaves to the library (NumPy
     gives float16 for int8 and float32 for int16; Hermes has no float16)."""
     x = small_range(dtype, BIG, 10, low=0, high=100)
-    got = run_on(device, lambda a: (hm.sqrt(a), hm.exp(a / 50), hm.sin(a)), x)
+    got = each_case(device, run_on, [hm.sqrt, lambda a: hm.exp(a / 50), hm.sin], x, tile=True)
     wide = x.astype(np.float64)
-    assert_close(got[0], np_ref(np.sqrt, wide))
-    assert_close(got[1], np_ref(np.exp, wide / 50))
-    assert_close(got[2], np_ref(np.sin, wide))
+    checked(assert_close, "sqrt", got[0], np_ref(np.sqrt, wide))
+    checked(assert_close, "exp", got[1], np_ref(np.exp, wide / 50))
+    checked(assert_close, "sin", got[2], np_ref(np.sin, wide))
 
 
 def _cast_source(source, target, shape, seed):
@@ -157,14 +178,15 @@ def _cast_source(source, target, shape, seed):
     return (rng.standard_normal(shape) * 1e3).astype(source)
 
 
-@pytest.mark.parametrize("source", ALL)
-def test_casts_between_all_dtypes(device, run_on, assert_close, source, shape=BIG):
-    """astype from ``source`` to every dtype; at least one side is a new integer dtype."""
-    targets = ALL if source in NEW else NEW
-    for target in targets:
-        x = _cast_source(source, target, shape, 11)
-        got = run_on(device, lambda a, z, t=target: (a + z).astype(t), x, np.zeros_like(x))
-        assert_close(got, x.astype(target))
+@pytest.mark.parametrize("target", ALL)
+def test_casts_between_all_dtypes(device, run_on, assert_close, target, shape=BIG):
+    """astype from every dtype to ``target``; at least one side is a new integer dtype."""
+    sources = ALL if target in NEW else NEW
+    xs = [_cast_source(source, target, shape, 11) for source in sources]
+    got = each_case(device, run_on, [lambda *ts, k=k: ts[k].astype(target)
+                                     for k in range(len(sources))], *xs)
+    for source, x, g in zip(sources, xs, got):
+        checked(assert_close, f"{source} to {target}", g, x.astype(target))
 
 
 @pytest.mark.parametrize("dtype", NEW)
@@ -253,9 +275,10 @@ def test_where_and_clip(device, run_on, assert_close, dtype):
     y = full_range(dtype, BIG, 19)
     info = np.iinfo(dtype)
     lo, hi = info.min // 2 + 1, info.max // 2
-    got = run_on(device, lambda a, b: (hm.where(a > b, a, b), hm.clip(a * 1, lo, hi)), x, y)
-    assert_close(got[0], np.where(x > y, x, y))
-    assert_close(got[1], np.clip(x, lo, hi))
+    got = each_case(device, run_on, [lambda a, b: hm.where(a > b, a, b),
+                                     lambda a, b: hm.clip(a * 1, lo, hi)], x, y)
+    checked(assert_close, "where", got[0], np.where(x > y, x, y))
+    checked(assert_close, "clip", got[1], np.clip(x, lo, hi))
 
 
 IMAGE_OPS = {
@@ -309,8 +332,9 @@ def test_python_scalar_limits_as_kernel_arguments(device, run_on, assert_close, 
     x = full_range(dtype, BIG, 23)
     info = np.iinfo(dtype)
     hi, lo = int(info.max), int(info.min)
-    got = run_on(device, lambda t: (t + hi, t * lo + 1, (t - 1) // hi, hm.maximum(t * 1, hi - 1),
-                                    hm.where(t > hi // 2, t, lo)), x)
+    got = each_case(device, run_on, [lambda t: t + hi, lambda t: t * lo + 1,
+                                     lambda t: (t - 1) // hi, lambda t: hm.maximum(t * 1, hi - 1),
+                                     lambda t: hm.where(t > hi // 2, t, lo)], x)
     with np.errstate(all="ignore"):
         assert_close(got[0], x + hi)
         assert_close(got[1], x * np.array(lo, dtype) + np.array(1, dtype))
