@@ -124,89 +124,149 @@ _COPIES_HEAD = ("<table><thead><tr><th>copies</th><th>count</th><th>bytes</th><t
 NOTE = (f"<p class='note'>{_e(IDLE_MEANS)}.<br>{_e(HOST_MEANS)}.<br>"
         f"{_e(FLOPS_MEANS)} (marked *). A fused kernel's time is split evenly over "
         "its ops. Peaks: a streaming add and a float32 matmul, measured once per device.</p>")
-# the rows are %-templates: one format call writes a row's figures straight into it,
-# without a string per figure (a report renders after every %%hermes --report cell)
-_TOP = ("<h3>Hotspot report: %d kernel(s) in %.2f ms</h3><p>compile %.2f ms · run %.2f ms · "
-        "copies %.2f ms · no device busy %.2f ms</p><h3>Suggestions</h3><ul>")
-_SPAN = "<span style='width:%.2f%%;background:%s' title='%s %.2f ms'></span>"
-_DEVICE_ROW = ("<tr><td>%s</td><td><div class='bar'>%s</div></td><td>%.2f ms</td>"
-               "<td>%.2f ms</td><td>%.2f ms</td><td>%.2f ms</td><td>%s</td></tr>")
-_SHARE = "<span class='share' style='width:%.1fpx'></span> %.1f%%</td>"
-_KERNEL_ROW = ("<td>%.3f</td><td>%.1f</td><td>" + _SHARE
-               + "<td>%s</td><td>%s</td><td>%s%s</td><td>%s</td></tr>")
-_OP_ROW = "<td>%.3f</td><td>" + _SHARE + "</tr>"
-_COPY_ROW = ("<tr><td>%s → %s</td><td>%d</td><td>%s</td><td>%.3f</td><td>%s</td><td>"
-             + _SHARE + "</tr>")
+# The HTML of a report is one %-template per layout (its devices, kernels, ops and copies,
+# which cells hold a figure and which a dash, its fusion line and peaks), kept once made:
+# a report renders after every %%hermes --report cell, the same cell keeps its layout, and
+# one format call then writes the run's figures into the template, where building the rows
+# anew (their names escaped, their strings joined) was most of the rendering's time.
+#: the most layouts kept (all are dropped when it is reached: a new layout is rare)
+LAYOUTS = 64
+_layouts: dict[tuple[Any, ...], str] = {}
+_SHARE = "<td><span class='share' style='width:%.1fpx'></span> %.1f%%</td>"
+_NOTHING = "<li>none: nothing stands out</li>"
 
 
-def _devices_html(r: Report, out: list[str]) -> None:
-    e, wall = _e, r.wall_s
-    for d in r.devices:
+def _fixed(s: str) -> str:
+    """HTML ``s`` as fixed text of a %-template (its % signs doubled)."""
+    return s.replace("%", "%%")
+
+
+def _lit(s: str) -> str:
+    """Text ``s`` escaped for HTML, as fixed text of a %-template."""
+    return _fixed(_e(s))
+
+
+def _layout(r: Report) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The report's layout (what its template holds as text, one flat tuple: the rows'
+    counts first, so no two layouts read the same) and its figures (what the template's
+    slots take), in one pass over its rows."""
+    wall, devices, kernels, ops, copies = r.wall_s, r.devices, r.kernels[:TOP], r.ops[:TOP], r.copies
+    f = r.fusion
+    key: list[Any] = [len(r.suggestions), len(devices), len(kernels), len(ops), len(copies),
+                      None if f is None else (f.kernels, f.nbytes, f.unfused_kernels,
+                                              f.unfused_bytes, f.unknown)]
+    compile_s = run_s = copy_s = 0.0
+    for d in devices:
+        compile_s, run_s, copy_s = compile_s + d.compile_s, run_s + d.run_s, copy_s + d.copy_s
+    values: list[Any] = [len(r.kernels), 1e3 * wall, 1e3 * compile_s, 1e3 * run_s,
+                         1e3 * copy_s, 1e3 * r.no_device_s]
+    values += [_e(s.text) for s in r.suggestions]
+    add, peaks, on = values.append, r.peaks, wall > 0
+    for d in devices:
         parts = (d.compile_s, d.run_s, d.copy_s, max(d.wall_s - d.busy_s, 0.0))  # idle_s
-        spans = "".join([_SPAN % (100 * s / wall, color, name, 1e3 * s)
-                         for (name, color), s in zip(PARTS, parts) if wall > 0 and s > 0])
+        key += (d.device, peaks.get(d.device))
+        for s in parts:  # a bar's span for each part of its time there is
+            if on and s > 0:
+                key.append(True)
+                values += (100 * s / wall, 1e3 * s)
+            else:
+                key.append(False)
+        values += (1e3 * parts[0], 1e3 * parts[1], 1e3 * parts[2], 1e3 * parts[3])
+    for k in kernels:
+        gb, gflop, x, roof, n = k.gb_per_s, k.gflop_per_s, k.share, k.roofline, k.nbytes
+        # a kernel's key changes from run to run (its inputs' tokens): a slot, not layout
+        values += (_e(k.key), 1e3 * k.run_s, 1e3 * k.compile_s, min(max(x, 0.0), 1.0) * 80,
+                   100 * x)
+        if n is not None:
+            add(n / 1e6)
+        if gb is not None:
+            add(gb)
+        if gflop is not None:
+            add(gflop)
+        if roof is not None:
+            add(100 * roof)
+            state: Any = k.bound
+        else:
+            state = k.peak is None or not k.peak.gb_per_s  # "peak unknown", else a dash
+        key += (k.name, k.op, k.devices, n is None, gb is None, gflop is None,
+                k.flops_estimated, state)
+    for o in ops:
+        x = o.share
+        values += (o.count, 1e3 * o.seconds, min(max(x, 0.0), 1.0) * 80, 100 * x)
+        key += (o.op, o.kernels)
+    for c in copies:
+        x, seconds = c.share, c.seconds
+        values += (c.count, c.nbytes / 1e6, 1e3 * seconds)
+        if seconds > 0:  # its GB/s
+            add(c.nbytes / seconds / 1e9)
+        values += (min(max(x, 0.0), 1.0) * 80, 100 * x)
+        key += (c.source, c.device, seconds > 0)
+    return tuple(key), tuple(values)
+
+
+def _template(r: Report) -> str:
+    """The %-template of ``r``'s layout (:func:`_layout` says what fills its slots)."""
+    wall = r.wall_s
+    out = [_fixed(_HEAD), "<h3>Hotspot report: %d kernel(s) in %.2f ms</h3><p>"
+           "compile %.2f ms · run %.2f ms · copies %.2f ms · no device busy %.2f ms</p>"
+           "<h3>Suggestions</h3><ul>"]
+    out += ["<li>%s</li>"] * len(r.suggestions) or [_NOTHING]
+    out.append(_fixed(_DEVICES_HEAD))
+    for d in r.devices:
+        parts = (d.compile_s, d.run_s, d.copy_s, max(d.wall_s - d.busy_s, 0.0))
+        spans = "".join(f"<span style='width:%.2f%%;background:{color}' title='{name} %.2f ms'>"
+                        "</span>" for (name, color), s in zip(PARTS, parts) if wall > 0 and s > 0)
         peak = r.peaks.get(d.device)
         figures = ("peak unknown" if peak is None else
                    f"{_rate(peak.gb_per_s, 'GB/s')}, {_rate(peak.gflop_per_s, 'GFLOP/s')}")
-        out.append(_DEVICE_ROW % (e(d.device), spans, 1e3 * parts[0], 1e3 * parts[1],
-                                  1e3 * parts[2], 1e3 * parts[3], e(figures)))
-
-
-def _tables_html(r: Report, out: list[str]) -> None:
-    """The kernel, op and copy rows, written inline (what ``_mb``, ``_rate`` and ``_roof``
-    write for the text): right after a run each helper called costs as much as its work."""
-    e = _e
-    out.append(_KERNELS_HEAD)
+        out.append(f"<tr><td>{_lit(d.device)}</td><td><div class='bar'>{spans}</div></td>"
+                   "<td>%.2f ms</td><td>%.2f ms</td><td>%.2f ms</td><td>%.2f ms</td>"
+                   f"<td>{_lit(figures)}</td></tr>")
+    out.append(_fixed(_KERNELS_HEAD))
     for k in r.kernels[:TOP]:
-        gb, gflop, x, roof, n = k.gb_per_s, k.gflop_per_s, k.share, k.roofline, k.nbytes
+        gflop, roof = k.gflop_per_s, k.roofline
         if roof is None:
             roofs = "peak unknown" if k.peak is None or not k.peak.gb_per_s else "—"
         else:  # its words need no escaping
-            roofs = f"{100 * roof:.0f}% of {k.bound} peak"
-        out.append(f"<tr><td title='{e(k.key)}'>{e(k.name)}</td><td>{e(k.op)}</td>"
-                   f"<td>{e(', '.join(k.devices))}</td>" + _KERNEL_ROW % (
-                       1e3 * k.run_s, 1e3 * k.compile_s, min(max(x, 0.0), 1.0) * 80, 100 * x,
-                       "—" if n is None else f"{n / 1e6:.2f} MB",
-                       "—" if gb is None else f"{gb:.3g}", "—" if gflop is None else f"{gflop:.3g}",
-                       "*" if gflop is not None and k.flops_estimated else "", roofs))
-    out.append(_OPS_HEAD)
+            roofs = f"%.0f%% of {k.bound} peak"
+        star = "*" if gflop is not None and k.flops_estimated else ""
+        out.append(f"<tr><td title='%s'>{_lit(k.name)}</td><td>{_lit(k.op)}</td>"
+                   f"<td>{_lit(', '.join(k.devices))}</td><td>%.3f</td><td>%.1f</td>{_SHARE}"
+                   f"<td>{'—' if k.nbytes is None else '%.2f MB'}</td>"
+                   f"<td>{'—' if k.gb_per_s is None else '%.3g'}</td>"
+                   f"<td>{'—' if gflop is None else '%.3g'}{star}</td><td>{roofs}</td></tr>")
+    out.append(_fixed(_OPS_HEAD))
     for o in r.ops[:TOP]:
-        x = o.share
-        out.append(f"<tr><td>{e(o.op)}</td><td>{o.count}</td>"
-                   f"<td>{e(', '.join(o.kernels)[:80])}</td>"
-                   + _OP_ROW % (1e3 * o.seconds, min(max(x, 0.0), 1.0) * 80, 100 * x))
+        out.append(f"<tr><td>{_lit(o.op)}</td><td>%d</td><td>{_lit(', '.join(o.kernels)[:80])}"
+                   f"</td><td>%.3f</td>{_SHARE}</tr>")
     out.append("</tbody></table><h3>Copies</h3>")
     if not r.copies:
         out.append("<p class='note'>No copies between devices.</p>")
-        return
-    out.append(_COPIES_HEAD)
-    for c in r.copies:
-        x, gb = c.share, c.gb_per_s
-        out.append(_COPY_ROW % (e(c.source), e(c.device), c.count, f"{c.nbytes / 1e6:.2f} MB",
-                                1e3 * c.seconds, "—" if gb is None else f"{gb:.3g}",
-                                min(max(x, 0.0), 1.0) * 80, 100 * x))
-    out.append("</tbody></table>")
+    else:
+        out.append(_fixed(_COPIES_HEAD))
+        for c in r.copies:
+            out.append(f"<tr><td>{_lit(c.source)} → {_lit(c.device)}</td><td>%d</td>"
+                       f"<td>%.2f MB</td><td>%.3f</td><td>{'—' if c.gb_per_s is None else '%.3g'}"
+                       f"</td>{_SHARE}</tr>")
+        out.append("</tbody></table>")
+    out.append(f"<h3>What fusion saved</h3><p>{_lit(_fusion_line(r))}</p>"
+               if r.fusion is not None else "<h3>What fusion saved</h3><p class='note'>No "
+               "plan kept for this run: fusion savings unknown.</p>")
+    out.append(_fixed(NOTE))
+    out.append("</div>")
+    return "".join(out)
 
 
 def fragment(r: Report) -> str:
-    """The report as a block of HTML for a notebook output (its style included), built in
-    one list joined once."""
-    compile_s = run_s = copy_s = 0.0
-    for d in r.devices:
-        compile_s, run_s, copy_s = compile_s + d.compile_s, run_s + d.run_s, copy_s + d.copy_s
-    out = [_HEAD, _TOP % (len(r.kernels), 1e3 * r.wall_s, 1e3 * compile_s, 1e3 * run_s,
-                          1e3 * copy_s, 1e3 * r.no_device_s)]
-    out += [f"<li>{_e(s.text)}</li>" for s in r.suggestions] or [
-        "<li>none: nothing stands out</li>"]
-    out.append(_DEVICES_HEAD)
-    _devices_html(r, out)
-    _tables_html(r, out)
-    out.append(f"<h3>What fusion saved</h3><p>{_e(_fusion_line(r))}</p>" if r.fusion is not None
-               else "<h3>What fusion saved</h3><p class='note'>No plan kept for this run: "
-               "fusion savings unknown.</p>")
-    out.append(NOTE)
-    out.append("</div>")
-    return "".join(out)
+    """The report as a block of HTML for a notebook output (its style included): its
+    layout's template, made once, with this run's figures written in."""
+    key, values = _layout(r)
+    template = _layouts.get(key)
+    if template is None:
+        if len(_layouts) >= LAYOUTS:
+            _layouts.clear()
+        template = _layouts[key] = _template(r)
+    return template % values
 
 
 def document(r: Report) -> str:

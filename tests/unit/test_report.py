@@ -4,6 +4,7 @@ cache and ``%%hermes --report``."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 import hermes_nb as hm
-from hermes_nb.runtime import last_profile, report_rules
+from hermes_nb.runtime import last_profile, report_html, report_rules
 from hermes_nb.runtime import peaks as peaks_mod
 from hermes_nb.runtime.peaks import Peak
 from hermes_nb.runtime.plan import Kernel, Plan
@@ -240,6 +241,44 @@ def test_html_is_standalone(tmp_path: Path) -> None:
                  "Suggestions", "32% of this run copied data to opencl:0"):
         assert part in page
     assert r._repr_html_() in page
+
+
+def _scaled(p: Profile, factor: float) -> Profile:
+    """``p`` with every time multiplied by ``factor``: the same layout, other figures."""
+    out = Profile(started=p.started * factor, finished=p.finished * factor, plan=p.plan,
+                  work=p.work)
+    for e in (*p.compiles, *p.kernels, *p.transfers):
+        times = {"start": e.start * factor, "end": e.end * factor}
+        if isinstance(e, KernelRun):
+            times["compile_s"] = e.compile_s * factor
+        out.add(dataclasses.replace(e, **times))
+    return out
+
+
+def test_html_of_runs_sharing_a_layout_shows_each_runs_figures() -> None:
+    """The HTML template kept per layout holds none of a run's figures: the second of two
+    runs of one layout, rendered from the kept template, shows its own, exactly as a
+    template made afresh writes them."""
+    first, second = (report(_scaled(quiet_profile(), f), peaks=PEAKS) for f in (1.0, 1.5))
+    html_first = first._repr_html_()
+    kept = dict(report_html._layouts)
+    html_second = second._repr_html_()
+    assert report_html._layouts == kept  # the second run reused the first's template
+    assert "in 1000.00 ms" in html_first and "in 1500.00 ms" in html_second
+    assert "1500.00" not in html_first and "1000.00" not in html_second
+    assert "<td>300.000</td>" in html_first and "<td>450.000</td>" in html_second
+    report_html._layouts.clear()
+    assert second._repr_html_() == html_second and first._repr_html_() == html_first
+
+
+def test_html_escapes_names_and_keeps_their_percent_signs() -> None:
+    r = report(quiet_profile(), peaks=PEAKS)
+    odd = dataclasses.replace(r, kernels=tuple(
+        dataclasses.replace(k, name=f"50%<b> {k.name}", key=f"{k.key}&%s") for k in r.kernels))
+    page = odd._repr_html_()
+    assert f"50%&lt;b&gt; {r.kernels[0].name}<" in page
+    assert f"title='{r.kernels[0].key}&amp;%s'" in page
+    assert "<b>" not in page
 
 
 def test_report_arguments() -> None:
