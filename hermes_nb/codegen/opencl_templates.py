@@ -71,6 +71,11 @@ def _template_literal(value: bool | int | float | None, dtype: str) -> str:
     return str(int(value))
 
 
+def limit_literal(value: int, dtype: np.dtype) -> str:
+    """An integer ``value`` of ``dtype`` as OpenCL C spells it (its limits by name)."""
+    return _template_literal(value, np.dtype(dtype).name)
+
+
 def reduce_source(op: str, dtype: np.dtype, fp64: bool) -> str:
     """reduce.cl for ``op`` over ``dtype``: identity from ``ir.reduce``, combine from
     ``codegen.c_fused`` (in the template's types ``T`` and ``U``)."""

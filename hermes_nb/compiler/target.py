@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-FUSED_KINDS = frozenset({"fused_elementwise", "fused_reduce", "fused_matmul", "fused_stencil"})
+FUSED_KINDS = frozenset({
+    "fused_elementwise", "fused_reduce", "fused_matmul", "fused_stencil", "fused_conv"})
 DEFAULT_DEVICE = "cpu:0"  # where an unplaced node runs until the scheduler places it
 
 

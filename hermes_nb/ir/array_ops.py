@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from hermes_nb.ir import windows
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.ir.ops import ELEMENTWISE, OPS
 
@@ -106,6 +107,11 @@ class ArrayOps:
         product = self.xp.matmul(a, b)
         return self._program(spec.attrs["epilogue"], spec.shape, [product, *rest])
 
+    def _fused_conv(self, spec: OpSpec, x: Any, w: Any, *rest: Any) -> Any:
+        """Reference semantics: the convolution, then the epilogue over it."""
+        product = windows.conv(self.xp, x, w, spec.attrs, spec.shape)
+        return self._program(spec.attrs["epilogue"], spec.shape, [product, *rest])
+
     def _fused_stencil(self, spec: OpSpec, image: Any) -> Any:
         """Reference semantics: the stages one after another, each value materialised."""
         from hermes_nb.ir.stencil import ConvStage
@@ -195,6 +201,13 @@ class ArrayOps:
     # linear algebra and stencils
     def _matmul(self, spec: OpSpec, a: Any, b: Any) -> Any:
         return self.xp.matmul(a, b)
+
+    # sliding windows
+    def _conv(self, spec: OpSpec, x: Any, w: Any) -> Any:
+        return windows.conv(self.xp, x, w, spec.attrs, spec.shape)
+
+    def _pool(self, spec: OpSpec, x: Any) -> Any:
+        return windows.pool(self.xp, x, spec.attrs, spec.shape)
 
     def _conv2d(self, spec: OpSpec, x: Any) -> Any:
         mode = NDIMAGE_MODES[spec.attrs["border"]]

@@ -48,6 +48,7 @@ class Kind(Enum):
     MOVEMENT = "movement"
     MATMUL = "matmul"
     STENCIL = "stencil"
+    WINDOW = "window"
     FUSED = "fused"
 
 
@@ -226,6 +227,13 @@ OPS: dict[str, OpDef] = {op.name: op for op in (
     # stencils
     _op("conv2d", Kind.STENCIL, 1,
         "2-D correlation over the last two axes (attrs: weights, border)"),
+    # sliding windows over the spatial axes of (N, C, *spatial): see ir/windows.py
+    _op("conv", Kind.WINDOW, 2,
+        "grouped N-D convolution (cross-correlation) of x by weights (M, C/groups, *kernel) "
+        "(attrs: strides, dilations, pads (begins, then ends), groups)"),
+    _op("pool", Kind.WINDOW, 1,
+        "max or sum over each window, padding reads as the identity (attrs: mode, kernel, "
+        "strides, dilations, pads)"),
     # made by the compiler
     _op("fused_elementwise", Kind.FUSED, None,
         "a straight-line elementwise program (attrs: program)"),
@@ -237,6 +245,10 @@ OPS: dict[str, OpDef] = {op.name: op for op in (
         "matmul whose product passes through an elementwise epilogue "
         "(attrs: epilogue (input 0: the product), matmul_dtype; inputs: a, b, then "
         "the epilogue's others)"),
+    _op("fused_conv", Kind.FUSED, None,
+        "conv whose result passes through an elementwise epilogue (attrs: conv's, epilogue "
+        "(input 0: the convolution), conv_dtype; inputs: x, weights, then the epilogue's "
+        "others)"),
     _op("fused_stencil", Kind.FUSED, 1,
         "a pipeline of 2-D stencils and pointwise maths in one pass"),
 )}

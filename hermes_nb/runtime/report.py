@@ -24,7 +24,7 @@ __all__ = ["FLOPS_MEANS", "HOST_MEANS", "IDLE_MEANS", "CopyRow", "DeviceTime", "
 
 #: the kernels placed against the compute peak (a matmul's FLOP/s); the others against the
 #: bandwidth, the roof an elementwise kernel, a reduction or a stencil meets first here
-MATMULS = ("matmul", "fused_matmul")
+MATMULS = ("matmul", "fused_matmul", "conv", "fused_conv")
 #: pre-fusion members that are no kernel of their own (inputs, folded constants)
 SOURCES = ("constant", "buffer", "random")
 
@@ -215,38 +215,52 @@ def _union(intervals: list[tuple[float, float]]) -> float:
 
 def _device_times(kernels: list[Any], transfers: list[Any], compiles: list[Any], wall: float
                   ) -> tuple[tuple[DeviceTime, ...], float]:
-    compiles = [c for c in compiles if not c.key.endswith(BACKGROUND_SUFFIX)]
     busy: dict[str, list[tuple[float, float]]] = {}
     sums: dict[str, list[float]] = {}  # per device: compile, run, copies
-    # devices in the order kernels, then copies, then builds first name them
-    for part, events in ((1, kernels), (2, transfers), (0, compiles)):
-        for event in events:
-            device = event.device
+    # devices in the order kernels, then copies, then builds first name them; each kind's
+    # time is its ``seconds``, written out (a report per cell reads every event)
+    for k in kernels:
+        device, start, end = k.device, k.start, k.end
+        if device not in sums:
+            sums[device], busy[device] = [0.0, 0.0, 0.0], []
+        busy[device].append((start, end))
+        sums[device][1] += max(end - start - k.compile_s, 0.0)
+    for part, events in ((2, transfers), (0, compiles)):
+        for e in events:
+            device, start, end = e.device, e.start, e.end
+            if part == 0 and e.key.endswith(BACKGROUND_SUFFIX):
+                continue
             if device not in sums:
                 sums[device], busy[device] = [0.0, 0.0, 0.0], []
-            busy[device].append((event.start, event.end))
-            sums[device][part] += event.seconds
-    rows = tuple(_make(DeviceTime, {"device": d, "wall_s": wall, "compile_s": s[0], "run_s": s[1],
-                                    "copy_s": s[2], "busy_s": _union(busy[d])})
-                 for d, s in sums.items())
+            busy[device].append((start, end))
+            sums[device][part] += end - start
+    rows = []
+    for d, (compile_s, run_s, copy_s) in sums.items():
+        spans = busy[d]
+        row = _new(DeviceTime)
+        row.__dict__.update(device=d, wall_s=wall, compile_s=compile_s, run_s=run_s,
+                            copy_s=copy_s, busy_s=spans[0][1] - spans[0][0] if len(spans) == 1
+                            else _union(spans))
+        rows.append(row)
     # one device (the usual cell): the time some device was busy is that device's
     any_busy = rows[0].busy_s if len(rows) == 1 else _union([i for b in busy.values() for i in b])
-    return rows, max(wall - any_busy, 0.0)
+    return tuple(rows), max(wall - any_busy, 0.0)
 
 
-def _names(profile: Profile) -> dict[str, str]:
-    named = getattr(profile, "kernel_names", None)  # the views' names, where profiles give them
+def _names(profile: Profile) -> dict[str, str] | None:
+    """The planned kernels' names (a kernel the plan does not hold is named after its op,
+    as ``Profile.kernel_names`` does); None where they cannot be worked out."""
     try:
-        return dict(named()) if callable(named) else {}
+        return profile._planned_names()
     except Exception:
-        return {}
+        return None
 
 
 def _kernel_rows(profile: Profile, kernels: list[Any], wall: float,
                  peaks: Mapping[str, Peak | None]) -> tuple[KernelRow, ...]:
     plan = {k.name: k for k in profile.plan.kernels} if profile.plan is not None else {}
     flops = profile.work.flops if profile.work is not None else {}
-    names = _names(profile)
+    planned_names = _names(profile)
     runs: dict[str, list[Any]] = {}
     for run in kernels:
         runs.setdefault(run.kernel, []).append(run)
@@ -264,13 +278,14 @@ def _kernel_rows(profile: Profile, kernels: list[Any], wall: float,
         peak = peaks.get(devices[0]) if len(devices) == 1 else None
         op = group[0].op
         rows.append(_make(KernelRow, {
-            "key": key, "name": names.get(key, key), "op": op, "devices": devices,
+            "key": key, "name": key if planned_names is None else planned_names.get(key, op),
+            "op": op, "devices": devices,
             "run_s": run_s, "compile_s": compile_s,
             "share": (run_s + compile_s) / wall if wall > 0 else 0.0, "nbytes": nbytes,
             "flops": count, "flops_estimated": counted.estimated if counted is not None else True,
             "members": planned.members if planned is not None else (key,), "peak": peak,
             **_rates(op, run_s, nbytes, count, peak)}))
-    rows.sort(key=lambda r: -r.total_s)
+    rows.sort(key=lambda r: -(r.run_s + r.compile_s))  # total_s
     return tuple(rows)
 
 
@@ -287,9 +302,15 @@ def op_name(key: str) -> str:
 
 def _member_ops(members: tuple[str, ...], key: str) -> list[str]:
     """The ops a kernel holds, one per pre-fusion member that is a kernel of its own.
-    Worked out each time: right after a run a cache lookup, which reads the cached key's
-    strings as well as these, costs more than the few string splits."""
-    ops = [op for op in map(_op_of, members) if op not in SOURCES]
+    Worked out each time, :func:`_op_of` written inline (the members' keys, and so a cache's
+    keys, change from run to run with their inputs' tokens)."""
+    ops = []
+    for m in members:
+        body = m[7:] if m.startswith("hermes-") else m
+        cut = body.rfind("-")
+        op = body[:cut] if cut >= 0 else body
+        if op not in SOURCES:
+            ops.append(op)
     return ops or [_op_of(key)]
 
 
@@ -297,7 +318,7 @@ def _op_rows(kernels: tuple[KernelRow, ...], wall: float) -> tuple[OpRow, ...]:
     ops: dict[str, list[Any]] = {}
     for k in kernels:
         members = _member_ops(k.members, k.key)
-        each = k.total_s / len(members)
+        each = (k.run_s + k.compile_s) / len(members)  # its total_s
         for op in members:
             row = ops.get(op)
             if row is None:
@@ -330,9 +351,10 @@ def _copy_rows(transfers: list[Any], wall: float) -> tuple[CopyRow, ...]:
 def _fusion(profile: Profile) -> Fusion | None:
     if profile.plan is None or profile.work is None:
         return None
-    work = profile.work
-    return Fusion(len(profile.plan.kernels), sum(k.bytes_moved for k in profile.plan.kernels),
-                  work.unfused_kernels, work.unfused_bytes, work.unfused_unknown)
+    work, kernels = profile.work, profile.plan.kernels
+    return _make(Fusion, {"kernels": len(kernels), "nbytes": sum(k.bytes_moved for k in kernels),
+                          "unfused_kernels": work.unfused_kernels,
+                          "unfused_bytes": work.unfused_bytes, "unknown": work.unfused_unknown})
 
 
 def _profile_of(profile_or_run: Any) -> Profile:

@@ -3,8 +3,9 @@ microseconds): each kernel's floating-point operations and the kernels and bytes
 graph has without fusion, so a report can give GFLOP/s and what fusion saved after the
 graph is gone.
 
-FLOPs are exact for a matmul (2·M·N·K); elsewhere they are an estimate: one operation per
-instruction of a fused program per element, two per stencil tap per pixel, one per reduced
+FLOPs are exact for a matmul (2·M·N·K) and a convolution (2 per weight per output);
+elsewhere they are an estimate: one operation per instruction of a fused program per
+element, two per stencil tap per pixel, one per window element pooled, one per reduced
 element. Data movement (transpose, slicing, gathers) counts none.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 
 from hermes_nb.ir.node import Node, toposort
 from hermes_nb.ir.ops import Kind, kind_of
+from hermes_nb.ir.windows import conv_flops
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,12 @@ def flops_of(node: Node) -> Flops | None:
         k = node.inputs[0].shape[-1]
         epilogue = _instrs(attrs.get("epilogue"))
         return Flops(float(2 * n * k + epilogue * n), epilogue > 0)
+    if op in ("conv", "fused_conv"):
+        x, w = node.inputs[0].shape, node.inputs[1].shape
+        epilogue = _instrs(attrs.get("epilogue"))
+        return Flops(float(conv_flops(x, w, node.shape) + epilogue * n), epilogue > 0)
+    if op == "pool":
+        return Flops(float(n * math.prod(attrs["kernel"])), True)
     if op == "fused_elementwise":
         return Flops(float(_instrs(attrs["program"]) * n), True)
     if op == "fused_reduce":

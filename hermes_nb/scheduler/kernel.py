@@ -76,6 +76,8 @@ def _flops(
     out = float(math.prod(shape))
     if op in ("matmul", "fused_matmul") and in_shapes and len(in_shapes[0]) >= 2:
         return 2.0 * out * in_shapes[0][-1]
+    if op in ("conv", "fused_conv") and len(in_shapes) >= 2:
+        return 2.0 * out * math.prod(in_shapes[1][1:])
     if op in ("conv2d", "fused_stencil"):
         weights = attrs.get("weights")
         taps = float(np.size(weights)) if weights is not None else 9.0

@@ -18,11 +18,13 @@ How operators map
   are Hermes's own, NumPy-style broadcasting as ONNX has it; a 0-d initializer or Constant
   operand becomes a scalar, a kernel argument once fused. Integer Div truncates as in ONNX.
 - MatMul and Gemm are ``hm.matmul`` (Gemm's alpha, beta and bias fuse into its epilogue).
-- Conv (any number of spatial axes, group, strides, pads, dilations, auto_pad) is im2col:
-  one strided slice of the padded input per kernel offset, stacked, and one batched
-  ``hm.matmul`` over the groups. MaxPool and AveragePool combine the same slices with
-  ``maximum``/``add`` (one fused elementwise kernel). Every piece is a plain Hermes op, so
-  these run on every device; ``hm.conv2d``'s stencil is single-channel and not used.
+- Conv (group, strides, pads, dilations, auto_pad) is one ``conv`` node and MaxPool and
+  AveragePool one ``pool`` node (max, or sum over the window divided by its count), up to
+  three spatial axes (``api/nn.py``): a generated Numba kernel on ``cpu:0`` that the bias,
+  the folded BatchNormalization and the activation after it join as an epilogue, one
+  work-item per output on OpenCL, im2col and cuBLAS on CUDA. With more spatial axes they
+  are composed of strided slices of the padded input (im2col and one batched ``hm.matmul``
+  per group for Conv; ``maximum``/``add`` of the slices for the pools).
 - BatchNormalization in inference mode with constant statistics is folded when the graph is
   built into ``x * a + b``; training_mode=1 computes the batch statistics.
 - Softmax is ``exp(x - max) / sum``; ReduceSum and ReduceMean take their axes as an

@@ -9,11 +9,13 @@ import math
 import numpy as np
 
 from hermes_nb.api import elementwise as ew
+from hermes_nb.api import nn
 from hermes_nb.api.creation import asarray
 from hermes_nb.api.linalg import matmul
 from hermes_nb.api.manipulation import concat, permute_dims, reshape
 from hermes_nb.api.onnx_import.table import Inputs, OnnxNode, OpSpec, check_choice, spec
 from hermes_nb.api.onnx_import.windows import (
+    Geometry,
     check_window,
     geometry,
     pad,
@@ -22,8 +24,11 @@ from hermes_nb.api.onnx_import.windows import (
 )
 from hermes_nb.api.reductions import mean, var
 from hermes_nb.api.tensor import Tensor
+from hermes_nb.ir.windows import lowest
 
 _WINDOW = "auto_pad dilations kernel_shape pads strides"
+#: spatial axes the single conv/pool nodes take on every device (more: slices and matmul)
+NATIVE_SPATIAL = 3
 
 
 def _spatial(n: OnnxNode, x: Tensor) -> tuple[int, ...]:
@@ -34,8 +39,7 @@ def _spatial(n: OnnxNode, x: Tensor) -> tuple[int, ...]:
 
 
 def _conv(n: OnnxNode, ins: Inputs) -> list[Tensor]:
-    """im2col: the kernel offsets' strided slices concatenated along the channels, one
-    batched matmul per group against the weights reordered to match."""
+    """One ``conv`` node (up to ``NATIVE_SPATIAL`` spatial axes), then the bias."""
     x, w = ins.tensor(0), ins.tensor(1)
     spatial = _spatial(n, x)
     groups = int(n.attr("group", 1))
@@ -47,6 +51,31 @@ def _conv(n: OnnxNode, ins: Inputs) -> list[Tensor]:
         raise ValueError(f"onnx: Conv {n.where()}: input channels {x.shape[1]}, weights "
                          f"{w.shape} and group={groups} do not agree")
     g = geometry(n, spatial, kernel)
+    if _native(x, "f"):
+        out = nn.conv(x, ins.tensor(1), g.strides, _pads(g), g.dilations, groups)
+    else:
+        out = _im2col(ins, x, g, groups)
+    if ins.present(2):
+        out = ew.add(out, reshape(ins.tensor(2), (1, m) + (1,) * len(spatial)))
+    return [out]
+
+
+def _native(x: Tensor, kinds: str = "fiu") -> bool:
+    """Whether the window ops' single nodes take ``x`` (else the composition of slices)."""
+    return x.dtype.kind in kinds and x.ndim - 2 <= NATIVE_SPATIAL
+
+
+def _pads(g: Geometry) -> tuple[int, ...]:
+    """The padding before each axis, then after (ceil_mode's extra included)."""
+    return (*g.begin, *(e + x for e, x in zip(g.end, g.extra)))
+
+
+def _im2col(ins: Inputs, x: Tensor, g: Geometry, groups: int) -> Tensor:
+    """im2col (more than ``NATIVE_SPATIAL`` spatial axes): the kernel offsets' strided
+    slices concatenated along the channels, one batched matmul per group against the
+    weights reordered to match."""
+    w = ins.tensor(1)
+    m, cg, kernel = w.shape[0], w.shape[1], w.shape[2:]
     k, cells, batch = math.prod(kernel), math.prod(g.out), x.shape[0]
     parts = windows(pad(x, g, 0), g)                          # K of (N, C, *out)
     cols = parts[0] if k == 1 else concat(parts, axis=1)      # (N, K*C, *out), offset-major
@@ -55,10 +84,7 @@ def _conv(n: OnnxNode, ins: Inputs) -> list[Tensor]:
     else:
         cols = reshape(cols, (batch, k, groups, cg, cells))
         cols = reshape(permute_dims(cols, (0, 2, 1, 3, 4)), (batch, groups, k * cg, cells))
-    out = reshape(matmul(_conv_weights(ins, groups, k), cols), (batch, m, *g.out))
-    if ins.present(2):
-        out = ew.add(out, reshape(ins.tensor(2), (1, m) + (1,) * len(spatial)))
-    return [out]
+    return reshape(matmul(_conv_weights(ins, groups, k), cols), (batch, m, *g.out))
 
 
 def _conv_weights(ins: Inputs, groups: int, k: int) -> Tensor:
@@ -75,21 +101,22 @@ def _conv_weights(ins: Inputs, groups: int, k: int) -> Tensor:
                    (groups, m // groups, k * cg))
 
 
-def _lowest(dtype: np.dtype) -> float | int:
-    return -math.inf if dtype.kind == "f" else int(np.iinfo(dtype).min)
-
-
 def _max_pool(n: OnnxNode, ins: Inputs) -> list[Tensor]:
     x = ins.tensor(0)
     g = geometry(n, _spatial(n, x), tuple(n.attr("kernel_shape")))
-    return [functools.reduce(ew.maximum, windows(pad(x, g, _lowest(x.dtype)), g))]
+    if _native(x):
+        return [nn.pool(x, "max", g.kernel, g.strides, _pads(g), g.dilations)]
+    return [functools.reduce(ew.maximum, windows(pad(x, g, lowest(x.dtype)), g))]
 
 
 def _average_pool(n: OnnxNode, ins: Inputs) -> list[Tensor]:
     x = ins.tensor(0)
     spatial = _spatial(n, x)
     g = geometry(n, spatial, tuple(n.attr("kernel_shape")))
-    total = functools.reduce(ew.add, windows(pad(x, g, 0), g))
+    if _native(x):
+        total = nn.pool(x, "sum", g.kernel, g.strides, _pads(g), g.dilations)
+    else:
+        total = functools.reduce(ew.add, windows(pad(x, g, 0), g))
     counts = window_counts(spatial, g, bool(n.attr("count_include_pad", 0)))
     if np.all(counts == counts.flat[0]):
         return [ew.divide(total, float(counts.flat[0]))]

@@ -12,6 +12,7 @@ from hermes_nb.backends.base import Device
 from hermes_nb.backends.cpu import jit, sources
 from hermes_nb.backends.cpu import matmul as cpu_matmul
 from hermes_nb.backends.cpu import reduce as cpu_reduce
+from hermes_nb.backends.cpu import window as cpu_window
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.settings import env_int
@@ -26,7 +27,8 @@ def _memory_bytes() -> int:
 
 class CPUDevice(Device):
     kind = "cpu"
-    fused_ops = frozenset({"fused_elementwise", "fused_reduce", "fused_matmul", "fused_stencil"})
+    fused_ops = frozenset({"fused_elementwise", "fused_reduce", "fused_matmul", "fused_stencil",
+                           "fused_conv"})
     # NumPy and Numba's threading layer (tbb/omp) are safe from any thread
     runs_on_caller = True
 
@@ -77,6 +79,9 @@ class CPUDevice(Device):
         # BLAS into the result, then the epilogue in place on this thread
         return cpu_matmul.run_matmul(self._ops, spec, inputs, self.runs_generated_kernel(spec))
 
+    def _run_window(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
+        return cpu_window.run_window(self._ops, spec, inputs, self.runs_generated_kernel(spec))
+
     def _run_fused_stencil(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         from hermes_nb.backends.cpu import stencil as cpu_stencil  # imports numba (~0.6 s)
 
@@ -92,6 +97,7 @@ class CPUDevice(Device):
         "fused_matmul": _run_fused_matmul,
         "fused_stencil": _run_fused_stencil,
         "fused_elementwise": _run_fused_elementwise,
+        **dict.fromkeys(("conv", "pool", "fused_conv"), _run_window),
     }
     # op -> whether a generated (Numba) kernel runs it
     _GENERATED: ClassVar[Mapping[str, Callable[[OpSpec], bool]]] = {
@@ -103,6 +109,8 @@ class CPUDevice(Device):
             jit.reduce_codegen(), spec.attrs["in_shape"], spec.attrs, JIT_MIN_ELEMENTS),
         "fused_matmul": lambda spec: _jit_runs(
             jit.numba_codegen(), spec.shape, spec.attrs["epilogue"], JIT_MIN_ELEMENTS),
+        **dict.fromkeys(("conv", "pool"), lambda spec: _window_runs(spec, None)),
+        "fused_conv": lambda spec: _window_runs(spec, spec.attrs["epilogue"]),
     }
 
 
@@ -122,6 +130,13 @@ def _jit_runs(codegen: Any, shape: tuple[int, ...], kernel: Any, min_elements: i
 JIT_MIN_ELEMENTS = env_int("HERMES_JIT_MIN_ELEMENTS", 1 << 16, minimum=0)
 # fused_stencil: the same trade-off (a module attribute, so tests can lower it)
 STENCIL_MIN_ELEMENTS = JIT_MIN_ELEMENTS
+
+
+def _window_runs(spec: OpSpec, epilogue: Any) -> bool:
+    # the window kernels compile once per layer shape: worth it from the JIT size of their
+    # input or output (a conv's output can be far smaller than the input it reads)
+    size = max(_size(spec.shape), _size(spec.in_shapes[0]))
+    return size > 0 and size >= JIT_MIN_ELEMENTS and cpu_window.generates(spec, epilogue)
 
 
 def _size(shape: tuple[int, ...]) -> int:

@@ -24,6 +24,7 @@ from hermes_nb.backends.base import Device
 from hermes_nb.backends.opencl import buffers, discovery, elementwise, hostmem, single_ops, sources
 from hermes_nb.backends.opencl import fused as opencl_fused
 from hermes_nb.backends.opencl import stencil as opencl_stencil
+from hermes_nb.backends.opencl import window as opencl_window
 from hermes_nb.backends.opencl.capabilities import Capabilities
 from hermes_nb.backends.opencl.programs import ProgramCache
 from hermes_nb.ir.node import OpSpec
@@ -277,4 +278,6 @@ class OpenCLDevice(Device):
         "concat": buffers.op_concat,
         "matmul": single_ops.op_matmul,
         "conv2d": single_ops.run_conv2d,
+        "conv": opencl_window.op_window,
+        "pool": opencl_window.op_window,
     }

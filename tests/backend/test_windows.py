@@ -1,0 +1,171 @@
+"""The window ops (``hermes_nb.api.nn``: ``conv`` and ``pool``) on every device, against
+PyTorch's convolutions and a loop-by-loop NumPy pool; ``cpu:0`` through its generated
+kernels (the JIT size lowered to 0), with and without an epilogue fused in; and the errors
+bad geometry gets when the graph is built."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hermes_nb as hm
+from hermes_nb.api.nn import conv, pool
+from hermes_nb.backends.cpu import device as cpu_device
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+# (x shape, weight shape, strides, pads (begins, then ends), dilations, groups)
+CONV_CASES = {
+    "3x3 same": ((3, 3, 32, 32), (8, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    "grouped strided dilated": ((2, 8, 16, 16), (16, 4, 3, 3), (2, 2), (2, 2, 2, 2), (2, 2), 2),
+    "asymmetric": ((2, 4, 9, 11), (6, 2, 3, 2), (2, 1), (1, 0, 2, 1), (1, 2), 2),
+    "7x7 rows looped": ((1, 2, 40, 23), (3, 2, 7, 7), (3, 1), (3, 3, 3, 3), (1, 1), 1),
+    "1x1 depthwise": ((2, 6, 10, 10), (6, 1, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 6),
+    "1-D": ((2, 3, 17), (4, 3, 5), (2,), (2, 1), (1,), 1),
+    "3-D": ((1, 2, 5, 6, 7), (3, 2, 2, 3, 2), (1, 2, 1), (1, 0, 1, 0, 1, 1), (2, 1, 1), 1),
+}
+
+
+@pytest.fixture
+def generated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cpu:0 runs its generated window kernels from any size (NumPy below the JIT size)."""
+    monkeypatch.setattr(cpu_device, "JIT_MIN_ELEMENTS", 0)
+
+
+def _torch_pads(pads: tuple[int, ...]) -> list[int]:
+    r = len(pads) // 2  # F.pad takes (begin, end) from the last axis backwards
+    return [p for i in reversed(range(r)) for p in (pads[i], pads[i + r])]
+
+
+def _torch_conv(x: np.ndarray, w: np.ndarray, strides: Any, pads: Any, dilations: Any,
+                groups: int) -> np.ndarray:
+    fn = (F.conv1d, F.conv2d, F.conv3d)[x.ndim - 3]
+    padded = F.pad(torch.from_numpy(x), _torch_pads(pads))
+    return fn(padded, torch.from_numpy(w), stride=strides, dilation=dilations,
+              groups=groups).numpy()
+
+
+def _loop_pool(x: np.ndarray, mode: str, kernel: Any, strides: Any, pads: Any,
+               dilations: Any) -> np.ndarray:
+    """Each window's max or sum over the positions inside ``x``, one output at a time."""
+    r = len(kernel)
+    out_spatial = [(x.shape[2 + i] + pads[i] + pads[i + r] - (kernel[i] - 1) * dilations[i]
+                    - 1) // strides[i] + 1 for i in range(r)]
+    out = np.empty((*x.shape[:2], *out_spatial), x.dtype)
+    for index in itertools.product(*(range(s) for s in out.shape)):
+        n, c, spot = index[0], index[1], index[2:]
+        values = []
+        for offset in itertools.product(*(range(k) for k in kernel)):
+            at = [spot[i] * strides[i] + offset[i] * dilations[i] - pads[i] for i in range(r)]
+            if all(0 <= a < x.shape[2 + i] for i, a in enumerate(at)):
+                values.append(x[(n, c, *at)])
+        out[index] = (np.max(values) if mode == "max" else np.sum(values, dtype=x.dtype)) \
+            if values else (-np.inf if mode == "max" else 0)
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_conv_matches_torch(device: Any, generated: None, case: str) -> None:
+    xs, ws, strides, pads, dilations, groups = CONV_CASES[case]
+    rng = np.random.default_rng(len(case))
+    x, w = (rng.normal(size=s).astype(np.float32) for s in (xs, ws))
+    with hm.device(device):
+        got = conv(x, w, strides, pads, dilations, groups).numpy()
+    expected = _torch_conv(x, w, strides, pads, dilations, groups)
+    assert got.shape == expected.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_float64(device: Any, generated: None) -> None:
+    if not device.fp64:
+        pytest.skip(f"{device.id} has no fp64")
+    rng = np.random.default_rng(5)
+    x, w = rng.normal(size=(2, 4, 12, 12)), rng.normal(size=(6, 2, 3, 3))
+    with hm.device(device):
+        got = conv(x, w, (1, 2), (1, 1, 0, 2), (2, 1), 2).numpy()
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, _torch_conv(x, w, (1, 2), (1, 1, 0, 2), (2, 1), 2),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["max", "sum"])
+@pytest.mark.parametrize("geometry", [((2, 2), (2, 2), (0, 0, 0, 0), (1, 1)),
+                                      ((3, 2), (2, 1), (1, 0, 2, 1), (1, 2)),
+                                      ((3,), (2,), (1, 1), (2,))])
+def test_pool_matches_loops(device: Any, generated: None, mode: str, geometry: Any) -> None:
+    kernel, strides, pads, dilations = geometry
+    shape = (2, 3, 9, 11)[:2 + len(kernel)]
+    x = np.random.default_rng(1).normal(size=shape).astype(np.float32)
+    x.flat[7] = np.nan  # a max propagates NaN like NumPy's maximum; a sum too
+    with hm.device(device):
+        got = pool(x, mode, kernel, strides, pads, dilations).numpy()
+    expected = _loop_pool(x, mode, kernel, strides, pads, dilations)
+    assert np.isnan(got).any()
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "int16"])
+def test_max_pool_of_integers_never_takes_the_padding(device: Any, generated: None,
+                                                       dtype: str) -> None:
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(2).integers(info.min, info.max, (1, 2, 6, 7), dtype=dtype,
+                                          endpoint=True)
+    with hm.device(device):
+        got = pool(x, "max", (3, 3), (2, 2), (1, 1, 2, 2)).numpy()
+    np.testing.assert_array_equal(got, _loop_pool(x, "max", (3, 3), (2, 2), (1, 1, 2, 2),
+                                                  (1, 1)))
+
+
+def test_conv_epilogue_fuses_on_cpu(device: Any, generated: None) -> None:
+    """Bias, a gain, an activation and a full-size operand after the conv: one kernel on
+    cpu:0 (the epilogue at the copy-out), the same values everywhere."""
+    rng = np.random.default_rng(3)
+    x, w = rng.normal(size=(2, 3, 14, 14)).astype(np.float32), \
+        rng.normal(size=(4, 3, 3, 3)).astype(np.float32)
+    bias = rng.normal(size=(1, 4, 1, 1)).astype(np.float32)
+    other = rng.normal(size=(2, 4, 14, 14)).astype(np.float32)
+    expected = _torch_conv(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    for gain in (1.5, -0.5):  # a parameter, not a new kernel
+        with hm.device(device):
+            y = hm.maximum(conv(x, w, pads=(1, 1, 1, 1)) * gain + bias, 0.25) - other
+            plan = y.explain()
+            got = y.numpy()
+        np.testing.assert_allclose(got, np.maximum(expected * gain + bias, 0.25) - other,
+                                   rtol=1e-5, atol=1e-5)
+    if device.id == "cpu:0":
+        assert len(plan.kernels) == 1 and plan.kernels[0].name.startswith("hermes-fused_conv")
+
+
+def test_conv_epilogue_may_change_the_dtype(device: Any, generated: None) -> None:
+    rng = np.random.default_rng(4)
+    x, w = rng.normal(size=(1, 2, 8, 8)).astype(np.float32), \
+        rng.normal(size=(3, 2, 3, 3)).astype(np.float32)
+    with hm.device(device):
+        got = (conv(x, w, pads=(1, 1, 1, 1)) > 0.5).numpy()
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, _torch_conv(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1) > 0.5)
+
+
+def test_bad_geometry_is_refused_when_the_graph_is_built() -> None:
+    x, w = hm.ones((1, 4, 8, 8)), hm.ones((6, 2, 3, 3))
+    with pytest.raises(ValueError, match=r"conv: input channels 4, weights \(6, 2, 3, 3\) and "
+                                         r"groups=1 do not agree"):
+        conv(x, w)
+    with pytest.raises(ValueError, match=r"conv: strides=\(0, 1\) must be 2 integers >= 1"):
+        conv(x, w, strides=(0, 1), groups=2)
+    with pytest.raises(ValueError, match=r"conv: pads=\(1, 1\) must be 4 integers >= 0"):
+        conv(x, w, pads=(1, 1), groups=2)
+    with pytest.raises(ValueError, match="larger than the padded input"):
+        conv(x, hm.ones((6, 2, 9, 9)), groups=2)
+    with pytest.raises(TypeError, match="conv: x and the weights must share one float dtype, "
+                                        "got int32 and int32"):
+        conv(hm.ones((1, 4, 8, 8), dtype=hm.int32), hm.ones((6, 2, 3, 3), dtype=hm.int32),
+             groups=2)
+    with pytest.raises(ValueError, match=r"pool: mode='mean' is not one of \('max', 'sum'\)"):
+        pool(x, "mean", (2, 2))
+    with pytest.raises(ValueError, match=r"pool: kernel=\(2,\) must be 2 integers >= 1"):
+        pool(x, "max", (2,))
