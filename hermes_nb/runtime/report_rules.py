@@ -158,8 +158,25 @@ def _waiting(report: Report, profile: Profile, events: Any) -> Iterator[Suggesti
                              "scheduler spread them (policy 'auto')", share)
 
 
+#: a rule is asked where its figure is within this factor of its threshold: the rule's own
+#: test (a share, rounded) then decides, so skipping one never drops a suggestion
+_ASK = 1 - 1e-9
+
+
 def suggestions(report: Report, profile: Profile, events: Any = None) -> list[Suggestion]:
     """Every rule's suggestions, the costliest kinds first (``events``: the profile's
-    ``snapshot()`` where the caller has taken one)."""
-    return [*_copies(report), *_compile(report), *_waiting(report, profile, events),
-            *_no_device(report), *_peaks(report)]
+    ``snapshot()`` where the caller has taken one). A rule whose figure is below its
+    threshold is not asked (a report per cell, most of them quiet)."""
+    wall = report.wall_s
+    near = wall * _ASK if wall > 0 else float("inf")
+    found: list[Suggestion] = []
+    if any(d.copy_s >= COPY_SHARE * near for d in report.devices):
+        found += _copies(report)
+    if sum(d.compile_s for d in report.devices) >= COMPILE_SHARE * near:
+        found += _compile(report)
+    found += _waiting(report, profile, events)
+    if report.no_device_s >= NO_DEVICE_SHARE * near:
+        found += _no_device(report)
+    if any(k.roofline is not None and k.run_s >= KERNEL_SHARE * near for k in report.kernels):
+        found += _peaks(report)
+    return found
