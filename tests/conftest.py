@@ -26,6 +26,9 @@ Helpers (as fixtures, so test modules never import from this file)
     computes it outside the block and returns NumPy arrays. It also checks
     that the result is a lazy ``hm.Tensor`` pinned to ``device`` whose
     build-time ``shape``/``dtype`` match what was computed.
+``each_case(device, fns, *inputs, tile=False)``
+    ``[run_on(device, fn, *inputs) for fn in fns]`` for cases of one result dtype, all
+    computed by one fused kernel (one build per device for a whole op or dtype matrix).
 ``assert_close(actual, expected, dtype=None, *, loose=False, rtol=None, atol=None)``
     Dtype and shape must equal NumPy's; values exact for bool/int, within
     per-dtype tolerances for floats (NaN == NaN, infinities must match).
@@ -251,6 +254,29 @@ def run_on(device: Any, fn: Callable[..., Any], *inputs: Any, **kwargs: Any) -> 
     return _materialise(out, dev)
 
 
+def each_case(device: Any, fns: Sequence[Callable[..., Any]], *arrays: np.ndarray,
+              tile: bool = False) -> list[np.ndarray]:
+    """``[run_on(device, fn, *arrays) for fn in fns]`` (one result dtype) from ONE generated
+    kernel: row ``k`` of a nested ``where`` over a new leading axis is ``fns[k]``, so a
+    matrix of ops or dtypes costs one kernel build per device, not one per case. ``tile``
+    repeats the inputs along that axis, for ops the fuser keeps out of a broadcasting
+    kernel (float functions)."""
+    k = len(fns)
+    sel = np.arange(k, dtype=np.int32).reshape((k,) + (1,) * arrays[0].ndim)
+    if tile:
+        arrays = tuple(np.broadcast_to(a, (k, *a.shape)).copy() for a in arrays)
+
+    def build(s: Any, *ts: Any) -> Any:
+        out = fns[-1](*ts)
+        for j in range(k - 2, -1, -1):
+            out = hm.where(s == j, fns[j](*ts), out)
+        if "fused_elementwise" in _find_device(device).fused_ops:
+            assert len(out.explain().kernels) == 1, out.explain()
+        return out
+
+    return list(run_on(device, build, sel, *arrays))
+
+
 def tolerance(dtype: Any, loose: bool | str = False) -> tuple[float, float]:
     dtype = np.dtype(dtype)
     return TOLERANCES[dtype]["loose" if loose else "default"]
@@ -313,6 +339,11 @@ def sample(
 @pytest.fixture(name="run_on")
 def _run_on_fixture() -> Callable[..., Any]:
     return run_on
+
+
+@pytest.fixture(name="each_case")
+def _each_case_fixture() -> Callable[..., list[np.ndarray]]:
+    return each_case
 
 
 @pytest.fixture(name="assert_close")
