@@ -263,12 +263,14 @@ def _kernel_rows(profile: Profile, kernels: list[Any], wall: float,
     planned_names = _names(profile)
     runs: dict[str, list[Any]] = {}
     for run in kernels:
-        runs.setdefault(run.kernel, []).append(run)
+        key = run.key  # its kernel: a tile's key is "<kernel>[start:stop]"
+        runs.setdefault(key.split("[", 1)[0] if "[" in key else key, []).append(run)
     rows = []
     for key, group in runs.items():
-        if len(group) == 1:  # the usual case: one run, no tiles
+        if len(group) == 1:  # the usual case: one run, no tiles (its seconds written out)
             run = group[0]
-            devices, run_s, compile_s = (run.device,), run.seconds, run.compile_s
+            compile_s = run.compile_s
+            devices, run_s = (run.device,), max(run.end - run.start - compile_s, 0.0)
         else:
             devices = tuple(dict.fromkeys(r.device for r in group))
             run_s, compile_s = sum(r.seconds for r in group), sum(r.compile_s for r in group)
