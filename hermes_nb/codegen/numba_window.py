@@ -1,22 +1,26 @@
 """Numba kernels for ``conv`` and ``pool`` over two spatial axes (``cpu:0``; one spatial
 axis runs as two with a unit one).
 
-Each kernel first copies every (image, channel) plane into a padded scratch plane, split
-into ``SH x SW`` phases by the strides (phase ``(a, b)`` holds the padded rows ``a, a+SH,
-...`` and columns ``b, b+SW, ...``, rows ``Wq`` long). Seen from there, every kernel tap of a
-strided, dilated window is one contiguous run: output ``(oh, ow)`` reads phase ``((kh*DH) %
-SH, (kw*DW) % SW)`` at row ``oh + kh*DH // SH``, column ``ow + kw*DW // SW``. So a whole
-output plane, computed ``Wq`` wide (the columns past ``OW`` are dropped), is one loop over
-``OH * Wq`` elements that adds every tap's shifted run: the loop the vectoriser turns into
-AVX-512/AVX2 FMAs, with the taps' weights in registers.
+Each kernel first copies the input into a padded scratch copy, each (channel, image) plane
+split into ``SH x SW`` phases by the strides: phase ``(a, b)`` holds the padded rows ``a,
+a+SH, ...`` and columns ``b, b+SW, ...``, rows ``Wq`` long, and one phase of every image
+follows the other (``S`` elements each, a row of slack included). Seen from there, every
+kernel tap of a strided, dilated window is one contiguous run: output ``(oh, ow)`` reads
+phase ``((kh*DH) % SH, (kw*DW) % SW)`` at row ``oh + kh*DH // SH``, column ``ow + kw*DW //
+SW``, and so does the same output of the next image ``S`` elements further. So a block of
+images' output planes, computed ``Wq`` wide and ``S`` apart (the columns past ``OW`` and the
+rows past ``OH`` are dropped), is one long loop that adds every tap's shifted run: the loop
+the vectoriser turns into AVX-512/AVX2 FMAs, with the taps' weights in registers, and long
+enough that small planes (a 9 x 9 layer) still run at vector speed.
 
 A ``fused_conv``'s epilogue (bias, folded batch norm, activation: an ``ir.program``
-``Program`` whose input 0 is the convolution) is computed where the valid columns are
+``Program`` whose input 0 is the convolution) is computed where the valid outputs are
 copied out, so the result is written once. Its other inputs are 4-D arrays broadcast to the
-output, its scalar parameters arguments.
+output (those with one value per plane read once per plane), its scalar parameters
+arguments.
 
 The window's shape, strides and dilations are the kernel's source (one kernel per layer
-shape, like a stencil's taps); sizes, channels and groups are arguments.
+shape, like a stencil's taps); sizes, channels, groups and the image block are arguments.
 """
 
 from __future__ import annotations
@@ -47,79 +51,101 @@ class WindowShape:
         return self.strides[0] * self.strides[1]
 
 
-def _scatter(ind: str, shape: WindowShape, array: str, job: str) -> list[str]:
-    """Copy plane ``x[n, c]`` into the phases of ``{array}[job]`` (row ``Wq`` long)."""
+def _scatter(ind: str, shape: WindowShape) -> list[str]:
+    """Copy plane ``x[n, c]`` into its phases in ``xq`` (channel-major, then phase, then
+    image: ``G = N * S`` elements per channel and phase), one row at a time: input column
+    ``v`` goes to phase ``(v + pw) % SW`` at ``(v + pw) // SW``."""
     sh, sw = shape.strides
-    return [
-        f"{ind}for h in range(H):",
-        f"{ind}    hp = h + ph",
-        f"{ind}    row = (hp % {sh}) * {sw} * S + (hp // {sh}) * Wq",
-        f"{ind}    for v in range(W):",
-        f"{ind}        wp = v + pw",
-        f"{ind}        {array}[{job}, row + (wp % {sw}) * S + wp // {sw}] = x[n, c, h, v]",
-    ]
+    lines = [f"{ind}for h in range(H):", f"{ind}    hp = h + ph", f"{ind}    xr = x[n, c, h]",
+             f"{ind}    row = (c * {shape.phases} + (hp % {sh}) * {sw}) * G + n * S "
+             f"+ (hp // {sh}) * Wq"]
+    if sw == 1:
+        return [*lines, f"{ind}    xq[row + pw:row + pw + W] = xr"]
+    for b in range(sw):  # the input columns of phase b: v = j * SW + first
+        lines += [f"{ind}    first = ({b} - pw) % {sw}",
+                  f"{ind}    dst = xq[row + {b} * G + (first + pw) // {sw}:]",
+                  f"{ind}    for j in range((W - first + {sw - 1}) // {sw}):",
+                  f"{ind}        dst[j] = xr[j * {sw} + first]"]
+    return lines
 
 
 def _tap_offset(shape: WindowShape, kh: int | str, kw: int) -> str:
-    """Where tap ``(kh, kw)``'s run starts in a (phases, S) scratch plane."""
+    """Where tap ``(kh, kw)``'s run starts, from a channel's first phase of image ``n0``."""
     (sh, sw), (dh, dw) = shape.strides, shape.dilations
     if isinstance(kh, str):  # a row index known at run time
         rh = f"({kh} * {dh})"
-        return (f"(({rh} % {sh}) * {sw} + {(kw * dw) % sw}) * S + ({rh} // {sh}) * Wq "
+        return (f"base + (({rh} % {sh}) * {sw} + {(kw * dw) % sw}) * G + ({rh} // {sh}) * Wq "
                 f"+ {(kw * dw) // sw}")
     rh = kh * dh
-    return f"{((rh % sh) * sw + (kw * dw) % sw)} * S + {rh // sh} * Wq + {(kw * dw) // sw}"
+    return f"base + {(rh % sh) * sw + (kw * dw) % sw} * G + {rh // sh} * Wq + {(kw * dw) // sw}"
 
 
-def _accumulate(ind: str, shape: WindowShape, combine: str, weights: bool) -> list[str]:
+def _tap_sum(taps: list[int]) -> str:
+    """``sum(w_t * s_t[i])`` over ``taps`` as a balanced tree of FMAs and adds: a chain of
+    one FMA per tap would make each vector of outputs wait on the previous FMA's latency."""
+    terms = [f"fma_(w{a}, s{a}[i], w{b} * s{b}[i])" for a, b in zip(taps[::2], taps[1::2])]
+    if len(taps) % 2:
+        terms.append(f"w{taps[-1]} * s{taps[-1]}[i]")
+    while len(terms) > 1:
+        terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])] + \
+            (terms[-1:] if len(terms) % 2 else [])
+    return terms[0]
+
+
+def _accumulate(ind: str, shape: WindowShape) -> list[str]:
+    """``acc[i] += sum over the taps`` of one input channel: all of them in one loop up to
+    ``UNROLL_TAPS``, else one loop per kernel row."""
     kh, kw = shape.kernel
     if kh * kw <= UNROLL_TAPS:
         lines = []
         for t, (r, c) in enumerate((r, c) for r in range(kh) for c in range(kw)):
             off = _tap_offset(shape, r, c)
-            lines.append(f"{ind}s{t} = src[{off}:{off} + L]")
-            if weights:
-                lines.append(f"{ind}w{t} = w[m, c, {r}, {c}]")
-        body = [f"{ind}for i in range(L):", f"{ind}    t = acc[i]"]
-        body += [f"{ind}    t = {combine.format(t=t)}" for t in range(kh * kw)]
-        return lines + body + [f"{ind}    acc[i] = t"]
+            lines += [f"{ind}s{t} = xq[{off}:{off} + L]", f"{ind}w{t} = w[m, cl, {r}, {c}]"]
+        return [*lines, f"{ind}for i in range(L):",
+                f"{ind}    acc[i] += {_tap_sum(list(range(kh * kw)))}"]
     lines = [f"{ind}for r in range(KH):"]
     for t in range(kw):
         off = _tap_offset(shape, "r", t)
-        lines.append(f"{ind}    s{t} = src[{off}:{off} + L]")
-        if weights:
-            lines.append(f"{ind}    w{t} = w[m, c, r, {t}]")
-    lines += [f"{ind}    for i in range(L):", f"{ind}        t = acc[i]"]
-    lines += [f"{ind}        t = {combine.format(t=t)}" for t in range(kw)]
-    return [*lines, f"{ind}        acc[i] = t"]
+        lines += [f"{ind}    s{t} = xq[{off}:{off} + L]", f"{ind}    w{t} = w[m, cl, r, {t}]"]
+    return [*lines, f"{ind}    for i in range(L):",
+            f"{ind}        acc[i] += {_tap_sum(list(range(kw)))}"]
 
 
 def _compact(ind: str, epilogue: _Epilogue | None = None) -> list[str]:
-    """The valid ``OW`` columns of each ``Wq``-wide row of ``acc`` into ``out[n, ch]``,
-    through the epilogue if any."""
-    head = [f"{ind}o = out[n, ch]", f"{ind}for oh in range(OH):", f"{ind}    for ow in range(OW):"]
+    """Each image's valid outputs (``OW`` of each ``Wq``-wide row) from ``acc`` into
+    ``out[n, ch]``, through the epilogue if any (row slices: the loops vectorise)."""
+    setup = [f"{ind}    {line}" for line in epilogue.setup] if epilogue is not None else []
+    head = [f"{ind}for k in range(nb):", f"{ind}    n = n0 + k", f"{ind}    o = out[n, ch]", *setup,
+            f"{ind}    for oh in range(OH):", f"{ind}        a = acc[k * S + oh * Wq:]",
+            f"{ind}        orow = o[oh]"]
     if epilogue is None:
-        return [*head, f"{ind}        o[oh, ow] = acc[oh * Wq + ow]"]
-    return head + [f"{ind}        {line}" for line in epilogue.body]
+        return [*head, f"{ind}        orow[:] = a[:OW]"]
+    return [*head, f"{ind}        for ow in range(OW):",
+            *(f"{ind}            {line}" for line in epilogue.body)]
 
 
 @dataclass
 class _Epilogue:
     """An epilogue program as lines of the copy-out loop, with what they need."""
 
+    setup: list[str]  # before the loop: the values of inputs constant over a plane
     body: list[str]
     inputs: list[str]  # its other inputs' array names (after the convolution)
     params: list[str]  # its scalar parameters' names
     module_lines: list[str]  # constants and helper functions
 
 
-def _epilogue(program: Program) -> _Epilogue:
+def _epilogue(program: Program, planes: tuple[bool, ...]) -> _Epilogue:
+    """``planes[j - 1]``: whether input ``j`` is one value per (image, channel) plane (a
+    bias, a batch norm's scale), read once before the loop instead of per element."""
     program = program.template  # a scalar parameter's value cannot reach the source
     emitter = _Emitter(program)
     n_in, n_const = program.n_inputs, len(program.consts)
-    names = {0: "acc[oh * Wq + ow]"}
+    names = {0: "a[ow]"}
     inputs = [f"e{j}" for j in range(1, n_in)]
-    names.update({j: f"e{j}[n, ch, oh, ow]" for j in range(1, n_in)})
+    setup = [f"v{j} = e{j}[n, ch, 0, 0]" for j in range(1, n_in) if planes[j - 1]]
+    names.update({j: f"v{j}" if planes[j - 1] else f"e{j}[n, ch, oh, ow]"
+                  for j in range(1, n_in)})
     consts = []
     for j in program.baked:
         names[n_in + j] = f"K{j}"
@@ -131,9 +157,9 @@ def _epilogue(program: Program) -> _Epilogue:
         code = emitter.expr(instr.op, [names[a] for a in instr.args], instr.args, instr.dtype)
         body.append(f"p{q} = {code}")
         names[n_in + n_const + q] = f"p{q}"
-    body.append(f"o[oh, ow] = {names[program.outputs[0]]}")
-    return _Epilogue(body, inputs, params, consts + [h.rstrip() + "\n" for h in
-                                                     emitter.helpers.values()])
+    body.append(f"orow[ow] = {names[program.outputs[0]]}")
+    helpers = [h.rstrip() + "\n" for h in emitter.helpers.values()]
+    return _Epilogue(setup, body, inputs, params, consts + helpers)
 
 
 @functools.lru_cache(maxsize=256)
@@ -142,63 +168,93 @@ def supports_epilogue(program: Program) -> bool:
     if len(program.outputs) != 1:
         return False
     try:
-        _epilogue(program)
+        _epilogue(program, (False,) * (program.n_inputs - 1))
     except NotImplementedError:
         return False
     return True
 
 
-def _prologue(shape: WindowShape) -> list[str]:
-    return ["    N, C, H, W = x.shape", "    OH, OW = out.shape[2], out.shape[3]",
-            "    S = Hq * Wq + Wq  # one phase, with a row of slack the last taps run into",
-            "    L = OH * Wq", f"    KH = {shape.kernel[0]}"]
+def _prologue(shape: WindowShape, channels: str, fill: str) -> list[str]:
+    """Sizes, the scratch copy (filled with ``fill``, where the padding reads it) and the
+    loop over jobs: one channel (``ch``) of a block of ``NB`` images each."""
+    return [
+        "    N, C, H, W = x.shape", "    OH, OW = out.shape[2], out.shape[3]",
+        "    S = Hq * Wq + Wq  # one phase of one image, with a row of slack",
+        "    G = N * S  # one phase of every image", f"    KH = {shape.kernel[0]}",
+        f"    xq = np.full(C * {shape.phases} * G + S, {fill})",
+        "    for job in prange(N * C):", "        n = job // C", "        c = job - n * C",
+        *_scatter("        ", shape),
+        "    blocks = (N + NB - 1) // NB",
+        f"    for job in prange({channels} * blocks):",
+        "        ch = job // blocks", "        n0 = (job - ch * blocks) * NB",
+        "        nb = min(NB, N - n0)", "        L = (nb - 1) * S + OH * Wq",
+    ]
 
 
 _CODEGEN_HASH = codegen_hash(__file__, numba_cpu.__file__)
 
 
-def render_conv(shape: WindowShape, epilogue: Program | None = None) -> str:
-    """``kernel(x, w, out, groups, ph, pw, Hq, Wq, *others, *params)``: out (N, M, OH, OW)
-    = conv(x, w), through ``epilogue`` (its other inputs and parameters follow) if any."""
+def render_conv(shape: WindowShape, epilogue: Program | None = None,
+                planes: tuple[bool, ...] = ()) -> str:
+    """``kernel(x, w, out, groups, ph, pw, Hq, Wq, NB, *others, *params)``: out (N, M, OH,
+    OW) = conv(x, w), through ``epilogue`` (its other inputs and parameters follow) if any;
+    ``planes`` says which of those inputs hold one value per plane."""
     t = f"np.{shape.dtype}"
-    epi = _epilogue(epilogue) if epilogue is not None else None
+    epi = _epilogue(epilogue, planes) if epilogue is not None else None
     extra = [*epi.inputs, *epi.params] if epi is not None else []
     note = f"conv {shape}" + (f", epilogue {epilogue.signature}" if epilogue else "")
     lines = module_header("numba_window", _CODEGEN_HASH, [note])
     lines += [*(epi.module_lines if epi is not None else []),
               '@njit(parallel=True, cache=True, boundscheck=False, nogil=True, '
               'error_model="numpy")',
-              f"def kernel({', '.join(['x, w, out, groups, ph, pw, Hq, Wq', *extra])}):",
-              *_prologue(shape),
+              f"def kernel({', '.join(['x, w, out, groups, ph, pw, Hq, Wq, NB', *extra])}):",
               "    M, Cg = w.shape[0], w.shape[1]", "    Mg = M // groups",
-              f"    xq = np.zeros((N * C, {shape.phases} * S), {t})",
-              "    for job in prange(N * C):", "        n = job // C", "        c = job - n * C",
-              *_scatter("        ", shape, "xq", "job"),
-              "    for job in prange(N * M):", "        n = job // M", "        m = job - n * M",
-              "        ch = m", "        base = n * C + (m // Mg) * Cg",
-              f"        acc = np.zeros(L, {t})", "        for c in range(Cg):",
-              "            src = xq[base + c]",
-              *_accumulate("            ", shape, "fma_(w{t}, s{t}[i], t)", True),
+              *_prologue(shape, "M", f"{t}(0)"),
+              "        m = ch", f"        acc = np.zeros(L, {t})",
+              "        first = (m // Mg) * Cg  # the group's first input channel",
+              "        for cl in range(Cg):",
+              f"            base = (first + cl) * {shape.phases} * G + n0 * S",
+              *_accumulate("            ", shape),
               *_compact("        ", epi), ""]
     return "\n".join(lines)
 
 
+def _tap_columns(ind: str, shape: WindowShape) -> list[str]:
+    """Per kernel column ``kw``: the outputs ``[lo{kw}, hi{kw})`` whose tap lies inside the
+    row, and where the first one reads (``at{kw}``)."""
+    (_, kw_), (_, sw), (_, dw) = shape.kernel, shape.strides, shape.dilations
+    lines = []
+    for k in range(kw_):
+        off = f"{k * dw} - pw"
+        lines += [f"{ind}lo{k} = min(OW, max(0, -(({off}) // {sw})))",
+                  f"{ind}hi{k} = max(lo{k}, min(OW, (W - 1 - ({off})) // {sw} + 1))",
+                  f"{ind}at{k} = lo{k} * {sw} + {off}"]
+    return lines
+
+
 def render_pool(shape: WindowShape, mode: str, identity: str) -> str:
-    """``kernel(x, out, ph, pw, Hq, Wq)``: out (N, C, OH, OW) = each window's max or sum,
-    the padding reading as ``identity``."""
+    """``kernel(x, out, ph, pw)``: out (N, C, OH, OW) = each window's max or sum, the
+    padding reading as ``identity``. Pools read the input directly, row by row (a window
+    reads each input about once, so a scratch copy would cost more than it saves)."""
     t = f"np.{shape.dtype}"
-    combine = "s{t}[i] if s{t}[i] > t or s{t}[i] != s{t}[i] else t" if mode == "max" \
-        else "t + s{t}[i]"
+    (kh_, kw_), (sh, sw), (dh, _) = shape.kernel, shape.strides, shape.dilations
+    take = "v if v > r[i] or v != v else r[i]" if mode == "max" else "r[i] + v"
+    taps = []
+    for k in range(kw_):
+        taps += [f"            xs = xr[at{k}:]", f"            for i in range(lo{k}, hi{k}):",
+                 f"                v = xs[(i - lo{k}) * {sw}]", f"                r[i] = {take}"]
     lines = module_header("numba_window", _CODEGEN_HASH, [f"pool {mode} {shape}"])
     lines += ["@njit(parallel=True, cache=True, boundscheck=False, nogil=True)",
-              "def kernel(x, out, ph, pw, Hq, Wq):", *_prologue(shape),
-              f"    fill = {t}({identity})",
+              "def kernel(x, out, ph, pw):",
+              "    N, C, H, W = x.shape", "    OH, OW = out.shape[2], out.shape[3]",
+              *_tap_columns("    ", shape),
               "    for job in prange(N * C):", "        n = job // C", "        c = job - n * C",
-              "        ch = c",
-              f"        plane = np.full((1, {shape.phases} * S), fill, {t})",
-              *_scatter("        ", shape, "plane", "0"),
-              "        src = plane[0]",
-              f"        acc = np.full(L, fill, {t})",
-              *_accumulate("        ", shape, combine, False),
-              *_compact("        "), ""]
+              "        xc = x[n, c]", "        o = out[n, c]",
+              "        for oh in range(OH):", "            r = o[oh]",
+              f"            r[:] = {t}({identity})",
+              f"            for kh in range({kh_}):",
+              f"                y = oh * {sh} + kh * {dh} - ph",
+              "                if y >= 0 and y < H:",
+              "                    xr = xc[y]",
+              *(f"        {line}" for line in taps), ""]
     return "\n".join(lines)

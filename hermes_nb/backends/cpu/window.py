@@ -59,6 +59,7 @@ def _launch(spec: OpSpec, inputs: Sequence[Any], out: np.ndarray, dtype: np.dtyp
         out = out.reshape(out.shape[0], out.shape[1], 1, -1)
     # the epilogue's other inputs, broadcast (no copy) to the output's 4-D shape
     others = [np.broadcast_to(e, spec.shape).reshape(out.shape) for e in inputs[2:]]
+    planes = tuple(all(s == 0 for s in e.strides[2:]) for e in others)
     (sh, sw), (h, w) = g.strides, x.shape[2:]
     hq = -(-(h + g.pads[0] + g.pads[2]) // sh)
     wq = -(-(w + g.pads[1] + g.pads[3]) // sw)
@@ -67,14 +68,23 @@ def _launch(spec: OpSpec, inputs: Sequence[Any], out: np.ndarray, dtype: np.dtyp
     if conv:
         weights = np.ascontiguousarray(inputs[1]).reshape(out.shape[1], -1, *g.kernel)
         params = epilogue.arguments() if epilogue is not None else ()
-        _conv_kernel(shape, out.dtype.name, epilogue)(
+        _conv_kernel(shape, out.dtype.name, epilogue, planes)(
             x, weights, out, int(spec.attrs["groups"]), g.pads[0], g.pads[1], hq, wq,
-            *others, *params)
+            _block(hq, wq), *others, *params)
     else:
-        _pool_kernel(shape, spec.attrs["mode"])(x, out, g.pads[0], g.pads[1], hq, wq)
+        _pool_kernel(shape, spec.attrs["mode"])(x, out, g.pads[0], g.pads[1])
 
 
-def _conv_kernel(shape: Any, out_dtype: str, epilogue: Any) -> Any:
+#: elements a job's run covers at most: its accumulator stays in the core's L1/L2 cache
+RUN_ELEMENTS = 4096
+
+
+def _block(hq: int, wq: int) -> int:
+    """How many images one job's run covers (each plane ``hq * wq + wq`` apart)."""
+    return max(1, RUN_ELEMENTS // (hq * wq + wq))
+
+
+def _conv_kernel(shape: Any, out_dtype: str, epilogue: Any, planes: tuple[bool, ...]) -> Any:
     template = epilogue.template if epilogue is not None else None
 
     def build() -> Any:
@@ -82,16 +92,17 @@ def _conv_kernel(shape: Any, out_dtype: str, epilogue: Any) -> Any:
         from numba.core import types
 
         array = _array_type(shape.dtype)
-        signature = [array(True), array(True), _array_type(out_dtype)(False), *_INTS(5)]
+        signature = [array(True), array(True), _array_type(out_dtype)(False), *_INTS(6)]
         if template is not None:
             signature += [types.Array(numba.from_dtype(np.dtype(d)), 4, "A", readonly=True)
                           for d in template.input_dtypes[1:]]
             signature += [numba.from_dtype(np.dtype(template.consts[j][1]))
                           for j in template.params]
-        source = _numba_window().render_conv(shape, template)
+        source = _numba_window().render_conv(shape, template, planes)
         return build_kernel(source, "w", tuple(signature))
 
-    key = ("conv", shape, out_dtype, template.signature if template is not None else None)
+    key = ("conv", shape, out_dtype, template.signature if template is not None else None,
+           planes)
     return _KERNELS.get_or_build(key, build, f"conv kernel {shape.kernel} for cpu:0")
 
 
@@ -100,7 +111,7 @@ def _pool_kernel(shape: Any, mode: str) -> Any:
         array = _array_type(shape.dtype)
         identity = repr(lowest(np.dtype(shape.dtype))) if mode == "max" else "0"
         source = _numba_window().render_pool(shape, mode, identity.replace("inf", "np.inf"))
-        return build_kernel(source, "w", (array(True), array(False), *_INTS(4)))
+        return build_kernel(source, "w", (array(True), array(False), *_INTS(2)))
 
     return _KERNELS.get_or_build(("pool", mode, shape), build,
                                  f"{mode} pool kernel {shape.kernel} for cpu:0")
