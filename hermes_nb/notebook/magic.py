@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import os
 import shlex
 import time
@@ -90,6 +91,13 @@ def _cell_parser() -> _Parser:
     # --report shows the hotspot report after the cell; --report=FILE writes it as HTML
     parser.add_argument("--report", metavar="FILE", nargs="?", const="", default=None)
     return parser
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(line: str) -> tuple[tuple[str, Any], ...]:
+    """The options of a ``%%hermes`` line, parsed once per line (a notebook reruns the same
+    cells; building the parser and splitting the line cost more than the options' checks)."""
+    return tuple(vars(_cell_parser().parse_args(shlex.split(line))).items())
 
 
 def _widgets_available() -> bool:
@@ -191,7 +199,7 @@ class HermesMagics(Magics):
     # ---- cell magic ---------------------------------------------------------------
     def _cell(self, line: str, cell: str) -> None:
         try:
-            args = _cell_parser().parse_args(shlex.split(line))
+            args = argparse.Namespace(**dict(_parsed(line)))
             if args.device is not None:
                 backends.get_device(args.device)  # validate before running anything
             if args.policy is not None and args.policy not in POLICIES:

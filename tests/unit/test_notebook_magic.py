@@ -126,6 +126,22 @@ def test_profile_option_displays_the_profile(shell: InteractiveShell, shown: lis
     assert "<table>" in profile._repr_html_()
 
 
+def test_a_line_is_parsed_once_and_each_line_keeps_its_options(
+        shell: InteractiveShell, shown: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[int] = []
+    parser = magic._cell_parser
+    monkeypatch.setattr(magic, "_cell_parser", lambda: built.append(1) or parser())
+    magic._parsed.cache_clear()
+    for options in ("--device cpu:0 --no-fuse", "--device cpu:0 --no-fuse", "--device cpu:0"):
+        shell.run_cell(f"%%hermes {options}" + GRAPH)
+    assert len(built) == 2  # the rerun line reused its parse
+    unfused, again, fused = (o.kernels for o in shown if isinstance(o, RunSummary))
+    assert unfused == again > fused
+    for _ in range(2):  # a parsed line's device is still checked on every run
+        failed = shell.run_cell("%%hermes --device nosuch:0\nx = 1").error_in_exec
+        assert isinstance(failed, UsageError) and "nosuch" in str(failed)
+
+
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
