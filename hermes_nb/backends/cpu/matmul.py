@@ -21,7 +21,7 @@ from hermes_nb.backends.cpu import jit
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 
-__all__ = ["numpy_epilogue", "run_matmul"]
+__all__ = ["numba_threads", "numpy_epilogue", "run_matmul"]
 
 
 def run_matmul(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bool) -> Any:
@@ -36,7 +36,7 @@ def run_matmul(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bo
     # it, and the product is full-size (never a broadcast view)
     out = product if product.dtype == spec.dtype else np.empty(spec.shape, spec.dtype)
     codegen = jit.numba_codegen()
-    with _numba_threads(1):
+    with numba_threads(1):
         codegen.launch(spec.attrs["epilogue"], [product, *rest], [out])
     return out
 
@@ -52,7 +52,7 @@ def numpy_epilogue(ops: ArrayOps, spec: OpSpec, product: np.ndarray,
 
 
 @contextlib.contextmanager
-def _numba_threads(count: int) -> Iterator[None]:
+def numba_threads(count: int) -> Iterator[None]:
     """Numba's thread count for parallel launches from this thread (it is thread-local),
     restored after: the device's worker runs other kernels with every thread."""
     import numba

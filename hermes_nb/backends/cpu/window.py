@@ -5,13 +5,14 @@ its result, then runs the epilogue over it in place (as ``fused_matmul`` does)."
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from hermes_nb.backends.cpu import jit
-from hermes_nb.backends.cpu.matmul import numpy_epilogue
+from hermes_nb.backends.cpu.matmul import numba_threads, numpy_epilogue
 from hermes_nb.codegen.numba_support import KernelCache, build_kernel
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
@@ -41,9 +42,26 @@ def run_window(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bo
                                  spec.in_dtypes[:2], spec.attrs, spec.device), inputs[:2])
         return numpy_epilogue(ops, spec, product, inputs[2:])
     out = np.empty(spec.shape, spec.dtype)
-    if out.size:
+    if not out.size:
+        return out
+    if _work(spec) >= PARALLEL_MIN_WORK:
         _launch(spec, inputs, out, dtype)
+    else:
+        with numba_threads(1):
+            _launch(spec, inputs, out, dtype)
     return out
+
+
+#: multiply-adds (or window reads) from which a kernel runs on every thread: below, the
+#: wait for the sleeping threads of a parallel launch (0.1 ms to a scheduler time slice on
+#: a shared machine) costs more than the work (a batch-8 layer: ~50 us on one core)
+PARALLEL_MIN_WORK = 1 << 22
+
+
+def _work(spec: OpSpec) -> int:
+    taps = math.prod(spec.in_shapes[1][1:]) if spec.op != "pool" else \
+        math.prod(spec.attrs["kernel"])
+    return math.prod(spec.shape) * taps
 
 
 def _launch(spec: OpSpec, inputs: Sequence[Any], out: np.ndarray, dtype: np.dtype) -> None:
