@@ -33,7 +33,7 @@ CONV_CASES = {
 @pytest.fixture
 def generated(monkeypatch: pytest.MonkeyPatch) -> None:
     """cpu:0 runs its generated window kernels from any size (NumPy below the JIT size)."""
-    monkeypatch.setattr(cpu_device, "JIT_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(cpu_device, "WINDOW_MIN_WORK", 0)
 
 
 def _torch_pads(pads: tuple[int, ...]) -> list[int]:

@@ -130,13 +130,15 @@ def _jit_runs(codegen: Any, shape: tuple[int, ...], kernel: Any, min_elements: i
 JIT_MIN_ELEMENTS = env_int("HERMES_JIT_MIN_ELEMENTS", 1 << 16, minimum=0)
 # fused_stencil: the same trade-off (a module attribute, so tests can lower it)
 STENCIL_MIN_ELEMENTS = JIT_MIN_ELEMENTS
+# conv and pool: in multiply-adds or window reads (a batch-8 layer of a small CNN: ~0.4M)
+WINDOW_MIN_WORK = JIT_MIN_ELEMENTS
 
 
 def _window_runs(spec: OpSpec, epilogue: Any) -> bool:
-    # the window kernels compile once per layer shape: worth it from the JIT size of their
-    # input or output (a conv's output can be far smaller than the input it reads)
-    size = max(_size(spec.shape), _size(spec.in_shapes[0]))
-    return size > 0 and size >= JIT_MIN_ELEMENTS and cpu_window.generates(spec, epilogue)
+    # a window kernel compiles once per layer shape, and NumPy's im2col costs several passes
+    # over the windows: worth it from WINDOW_MIN_WORK multiply-adds (or window reads)
+    work = cpu_window.work(spec)
+    return work > 0 and work >= WINDOW_MIN_WORK and cpu_window.generates(spec, epilogue)
 
 
 def _size(shape: tuple[int, ...]) -> int:

@@ -18,7 +18,7 @@ from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.ir.windows import Window, lowest
 
-__all__ = ["generates", "run_window"]
+__all__ = ["generates", "run_window", "work"]
 
 _KERNELS = KernelCache()  # (op, mode, WindowShape) -> compiled kernel
 
@@ -44,7 +44,7 @@ def run_window(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bo
     out = np.empty(spec.shape, spec.dtype)
     if not out.size:
         return out
-    if _work(spec) >= PARALLEL_MIN_WORK:
+    if work(spec) >= PARALLEL_MIN_WORK:
         _launch(spec, inputs, out, dtype)
     else:
         with numba_threads(1):
@@ -58,7 +58,8 @@ def run_window(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bo
 PARALLEL_MIN_WORK = 1 << 22
 
 
-def _work(spec: OpSpec) -> int:
+def work(spec: OpSpec) -> int:
+    """A window spec's multiply-adds (a pool's window reads)."""
     taps = math.prod(spec.in_shapes[1][1:]) if spec.op != "pool" else \
         math.prod(spec.attrs["kernel"])
     return math.prod(spec.shape) * taps
