@@ -262,6 +262,8 @@ def each_case(device: Any, fns: Sequence[Callable[..., Any]], *arrays: np.ndarra
     repeats the inputs along that axis, for ops the fuser keeps out of a broadcasting
     kernel (float functions)."""
     k = len(fns)
+    if k == 1:
+        return [run_on(device, fns[0], *arrays)]
     sel = np.arange(k, dtype=np.int32).reshape((k,) + (1,) * arrays[0].ndim)
     if tile:
         arrays = tuple(np.broadcast_to(a, (k, *a.shape)).copy() for a in arrays)
