@@ -1,10 +1,11 @@
-"""Sliding windows for Conv and pooling, as strided slices of a padded input.
+"""Where the windows of Conv and the pools lie (ONNX's pads, auto_pad, ceil_mode), and
+their composition from strided slices of a padded input for more spatial axes than the
+``conv`` and ``pool`` nodes take.
 
-A window operator over ``r`` spatial axes becomes one strided slice of the padded input per
-kernel offset (``prod(kernel_shape)`` slices, each the size of the output): pooling combines
-them elementwise (``maximum``, ``add``: one fused kernel), Conv stacks them into im2col
-columns for one ``matmul``. Everything is a plain Hermes op, so it runs and fuses on every
-device.
+Composed, a window operator over ``r`` spatial axes becomes one strided slice of the padded
+input per kernel offset (``prod(kernel_shape)`` slices, each the size of the output):
+pooling combines them elementwise (``maximum``, ``add``: one fused kernel), Conv stacks them
+into im2col columns for one ``matmul``.
 """
 
 from __future__ import annotations
