@@ -1,5 +1,5 @@
-"""What ``explain()`` lists as the ops of ``fused_reduce`` and ``fused_matmul`` nodes (their
-sources come from the device: ``Device.kernel_source``)."""
+"""What ``explain()`` lists as the ops of ``fused_reduce``, ``fused_matmul`` and
+``fused_conv`` nodes (their sources come from the device: ``Device.kernel_source``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ __all__ = ["kernel_ops"]
 
 
 def kernel_ops(node: Node) -> tuple[str, ...]:
-    """Prologue ops, then the reduction or ``matmul``, then the epilogue ops."""
+    """Prologue ops, then the reduction, ``matmul`` or ``conv``, then the epilogue ops."""
     a = node.attrs
     epilogue = a["epilogue"].ops if a.get("epilogue") is not None else ()
-    if node.op == "fused_matmul":
-        return ("matmul", *epilogue)
+    if node.op in ("fused_matmul", "fused_conv"):
+        return (node.op.removeprefix("fused_"), *epilogue)
     return (*a["prologue"].ops, a["reduce"], *epilogue)

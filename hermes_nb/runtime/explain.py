@@ -69,7 +69,7 @@ def _kind_source(spec: OpSpec) -> str | None:
 def _ops(node: Node) -> tuple[str, ...]:
     if node.op == "fused_elementwise":
         return node.attrs["program"].ops
-    if node.op in ("fused_reduce", "fused_matmul"):  # prologue + reduction/matmul + epilogue
+    if node.op in ("fused_reduce", "fused_matmul", "fused_conv"):  # (prologue +) core + epilogue
         from hermes_nb.codegen.fused_source import kernel_ops
 
         return kernel_ops(node)

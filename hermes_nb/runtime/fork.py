@@ -8,8 +8,8 @@ parent's threads and pools, reopens the performance database on first use, and m
 every device whose context does not survive a fork unusable with an error naming it;
 ``cpu:0`` keeps working. When the parent has started Numba's GNU OpenMP threading layer
 (which ends a forked child that enters a parallel kernel), the child's ``cpu:0`` runs fused
-elementwise, reduction and matmul-epilogue kernels through NumPy instead; stencils need no
-Numba threads and keep their compiled kernels.
+elementwise, reduction, matmul-epilogue, convolution and pooling kernels through NumPy
+instead; stencils need no Numba threads and keep their compiled kernels.
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ def _keep_numba_parallel_out() -> None:
     cpu = sys.modules.get("hermes_nb.backends.cpu.device")
     if cpu is not None:
         cpu.JIT_MIN_ELEMENTS = sys.maxsize  # every fused kernel below it runs through NumPy
+        cpu.WINDOW_MIN_WORK = sys.maxsize  # and every conv and pool
 
 
 os.register_at_fork(after_in_child=after_fork_in_child)

@@ -144,6 +144,26 @@ def test_fork_child_without_numba_threads_uses_numpy() -> None:
         assert child_threshold == cpu.JIT_MIN_ELEMENTS
 
 
+def test_fork_child_runs_a_conv_the_parent_compiled() -> None:
+    """A conv (a parallel Numba kernel in the parent) computes in the child; where a
+    parallel kernel would end it, through NumPy."""
+    from hermes_nb.api.nn import conv, pool
+
+    rng = np.random.default_rng(0)
+    x, w = rng.normal(size=(8, 4, 40, 40)).astype(np.float32), \
+        rng.normal(size=(8, 4, 3, 3)).astype(np.float32)
+
+    def layer() -> np.ndarray:
+        with hm.device("cpu:0"):
+            return pool(hm.relu(conv(x, w, pads=(1, 1, 1, 1))), "max", (2, 2), (2, 2)).numpy()
+
+    parent = layer()  # above WINDOW_MIN_WORK: the generated kernels
+    assert cpu.WINDOW_MIN_WORK <= 8 * 8 * 40 * 40 * 36
+    np.testing.assert_allclose(_in_child(layer), parent, rtol=1e-5, atol=1e-5)
+    if fork.numba_parallel_fork_unsafe():
+        assert _in_child(lambda: cpu.WINDOW_MIN_WORK) > 8 * 8 * 40 * 40 * 36
+
+
 def test_fork_pool_map(ran_everywhere: str) -> None:
     with multiprocessing.get_context("fork").Pool(2) as pool:
         results = pool.map_async(_work_on, [(i, "cpu:0") for i in range(4)]).get(timeout=60)
