@@ -169,3 +169,17 @@ def test_bad_geometry_is_refused_when_the_graph_is_built() -> None:
         pool(x, "mean", (2, 2))
     with pytest.raises(ValueError, match=r"pool: kernel=\(2,\) must be 2 integers >= 1"):
         pool(x, "max", (2,))
+
+
+def test_explain_shows_the_window_kernels_cpu_builds(generated: None) -> None:
+    """cpu:0's explain() gives the generated module of a conv with its epilogue and of a
+    pool: the source that runs."""
+    x, w = np.ones((2, 3, 12, 12), np.float32), np.ones((4, 3, 3, 3), np.float32)
+    with hm.device("cpu:0"):
+        y = pool(hm.relu(conv(x, w, pads=(1, 1, 1, 1)) + 1.0), "max", (2, 2), (2, 2))
+        plan = y.explain()
+    sources = [k.source for k in plan.kernels]
+    assert [k.name.split("-")[1] for k in plan.kernels] == ["fused_conv", "pool"]
+    assert "def kernel(x, w, out, groups" in sources[0] and "fma_(" in sources[0]
+    assert "def kernel(x, out, ph, pw)" in sources[1]
+    np.testing.assert_array_equal(y.numpy(), np.full((2, 4, 6, 6), 28.0, np.float32))

@@ -44,11 +44,18 @@ def _stencil(spec: OpSpec) -> str:
     return jit.numba_stencil().render(spec.attrs["stencil"])
 
 
+def _window(spec: OpSpec) -> str:
+    from hermes_nb.backends.cpu import window
+
+    return window.source(spec)
+
+
 _RENDERERS: Mapping[str, Callable[[OpSpec], str]] = {
     "fused_elementwise": _elementwise,
     "fused_matmul": _matmul,
     "fused_reduce": _reduce,
     "fused_stencil": _stencil,
+    **dict.fromkeys(("conv", "pool", "fused_conv"), _window),
 }
 
 

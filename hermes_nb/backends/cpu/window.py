@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.ir.windows import Window, lowest
 
-__all__ = ["generates", "run_window", "work"]
+__all__ = ["generates", "run_window", "source", "work"]
 
 _KERNELS = KernelCache()  # (op, mode, WindowShape) -> compiled kernel
 
@@ -32,12 +33,10 @@ def generates(spec: OpSpec, epilogue: Any = None) -> bool:
 
 def run_window(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bool) -> Any:
     """A ``conv``, ``pool`` or ``fused_conv`` spec on NumPy arrays."""
-    fused = spec.op == "fused_conv"
-    core = spec.attrs.get("conv_dtype") if fused else None
-    dtype = np.dtype(core) if core else spec.dtype
     if not generated:
-        if not fused:
+        if spec.op != "fused_conv":
             return ops.run(spec, inputs)
+        dtype = np.dtype(spec.attrs["conv_dtype"])
         product = ops.run(OpSpec("conv", spec.shape, dtype, spec.in_shapes[:2],
                                  spec.in_dtypes[:2], spec.attrs, spec.device), inputs[:2])
         return numpy_epilogue(ops, spec, product, inputs[2:])
@@ -45,10 +44,10 @@ def run_window(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bo
     if not out.size:
         return out
     if work(spec) >= PARALLEL_MIN_WORK:
-        _launch(spec, inputs, out, dtype)
+        _launch(spec, inputs, out)
     else:
         with numba_threads(1):
-            _launch(spec, inputs, out, dtype)
+            _launch(spec, inputs, out)
     return out
 
 
@@ -65,33 +64,63 @@ def work(spec: OpSpec) -> int:
     return math.prod(spec.shape) * taps
 
 
-def _launch(spec: OpSpec, inputs: Sequence[Any], out: np.ndarray, dtype: np.dtype) -> None:
+@dataclass(frozen=True)
+class _Plan:
+    """What a window spec's kernel is, from its shapes alone (so ``explain()`` shows the
+    source that runs): the window over two spatial axes, the phases' padded sizes, and for a
+    ``fused_conv`` its epilogue and which of its inputs hold one value per plane."""
+
+    shape: Any  # codegen.numba_window.WindowShape
+    window: Window
+    hq: int
+    wq: int
+    epilogue: Any
+    planes: tuple[bool, ...]
+
+
+def _plan(spec: OpSpec) -> _Plan:
     conv = spec.op != "pool"
-    epilogue = spec.attrs.get("epilogue")
-    x = inputs[0]
-    kernel = inputs[1].shape[2:] if conv else spec.attrs["kernel"]
-    g = Window.of(spec.attrs, kernel)
+    x_shape = spec.in_shapes[0]
+    g = Window.of(spec.attrs, spec.in_shapes[1][2:] if conv else spec.attrs["kernel"])
     if g.rank == 1:  # one spatial axis: a unit row above it
         g = Window((1, *g.kernel), (1, *g.strides), (1, *g.dilations),
                    (0, g.pads[0], 0, g.pads[1]))
-        x = x.reshape(x.shape[0], x.shape[1], 1, -1)
-        out = out.reshape(out.shape[0], out.shape[1], 1, -1)
+        x_shape = (*x_shape[:2], 1, x_shape[-1])
+    (sh, sw), (h, w) = g.strides, x_shape[2:]
+    core = np.dtype(spec.attrs.get("conv_dtype", spec.dtype))  # the window's own dtype
+    shape = _numba_window().WindowShape(g.kernel, g.strides, g.dilations, core.name)
+    rank = len(spec.shape)
+    planes = tuple(all(d == 1 for d in ((1,) * (rank - len(e)) + tuple(e))[2:])
+                   for e in spec.in_shapes[2:])
+    return _Plan(shape, g, -(-(h + g.pads[0] + g.pads[2]) // sh),
+                 -(-(w + g.pads[1] + g.pads[3]) // sw), spec.attrs.get("epilogue"), planes)
+
+
+def source(spec: OpSpec) -> str:
+    """The Numba module ``run_window`` builds for a generated ``spec``."""
+    plan = _plan(spec)
+    if spec.op == "pool":
+        return _numba_window().render_pool(plan.shape, spec.attrs["mode"],
+                                           _identity(spec.attrs["mode"], plan.shape.dtype))
+    template = plan.epilogue.template if plan.epilogue is not None else None
+    return _numba_window().render_conv(plan.shape, template, plan.planes)
+
+
+def _launch(spec: OpSpec, inputs: Sequence[Any], out: np.ndarray) -> None:
+    plan, x = _plan(spec), inputs[0]
+    g = plan.window
+    x = np.ascontiguousarray(x).reshape(*x.shape[:2], -1, x.shape[-1])
+    out = out.reshape(*out.shape[:2], -1, out.shape[-1])
+    if spec.op == "pool":
+        _pool_kernel(plan.shape, spec.attrs["mode"])(x, out, g.pads[0], g.pads[1])
+        return
     # the epilogue's other inputs, broadcast (no copy) to the output's 4-D shape
     others = [np.broadcast_to(e, spec.shape).reshape(out.shape) for e in inputs[2:]]
-    planes = tuple(all(s == 0 for s in e.strides[2:]) for e in others)
-    (sh, sw), (h, w) = g.strides, x.shape[2:]
-    hq = -(-(h + g.pads[0] + g.pads[2]) // sh)
-    wq = -(-(w + g.pads[1] + g.pads[3]) // sw)
-    shape = _numba_window().WindowShape(g.kernel, g.strides, g.dilations, dtype.name)
-    x = np.ascontiguousarray(x)
-    if conv:
-        weights = np.ascontiguousarray(inputs[1]).reshape(out.shape[1], -1, *g.kernel)
-        params = epilogue.arguments() if epilogue is not None else ()
-        _conv_kernel(shape, out.dtype.name, epilogue, planes)(
-            x, weights, out, int(spec.attrs["groups"]), g.pads[0], g.pads[1], hq, wq,
-            _block(hq, wq), *others, *params)
-    else:
-        _pool_kernel(shape, spec.attrs["mode"])(x, out, g.pads[0], g.pads[1])
+    weights = np.ascontiguousarray(inputs[1]).reshape(out.shape[1], -1, *g.kernel)
+    params = plan.epilogue.arguments() if plan.epilogue is not None else ()
+    _conv_kernel(plan, out.dtype.name)(
+        x, weights, out, int(spec.attrs["groups"]), g.pads[0], g.pads[1], plan.hq, plan.wq,
+        _block(plan.hq, plan.wq), *others, *params)
 
 
 #: elements a job's run covers at most: its accumulator stays in the core's L1/L2 cache
@@ -103,8 +132,9 @@ def _block(hq: int, wq: int) -> int:
     return max(1, RUN_ELEMENTS // (hq * wq + wq))
 
 
-def _conv_kernel(shape: Any, out_dtype: str, epilogue: Any, planes: tuple[bool, ...]) -> Any:
-    template = epilogue.template if epilogue is not None else None
+def _conv_kernel(plan: _Plan, out_dtype: str) -> Any:
+    shape, planes = plan.shape, plan.planes
+    template = plan.epilogue.template if plan.epilogue is not None else None
 
     def build() -> Any:
         import numba
@@ -128,12 +158,16 @@ def _conv_kernel(shape: Any, out_dtype: str, epilogue: Any, planes: tuple[bool, 
 def _pool_kernel(shape: Any, mode: str) -> Any:
     def build() -> Any:
         array = _array_type(shape.dtype)
-        identity = repr(lowest(np.dtype(shape.dtype))) if mode == "max" else "0"
-        source = _numba_window().render_pool(shape, mode, identity.replace("inf", "np.inf"))
-        return build_kernel(source, "w", (array(True), array(False), *_INTS(2)))
+        text = _numba_window().render_pool(shape, mode, _identity(mode, shape.dtype))
+        return build_kernel(text, "w", (array(True), array(False), *_INTS(2)))
 
     return _KERNELS.get_or_build(("pool", mode, shape), build,
                                  f"{mode} pool kernel {shape.kernel} for cpu:0")
+
+
+def _identity(mode: str, dtype: str) -> str:
+    """What a pool's padding reads as, spelled for the generated source."""
+    return repr(lowest(np.dtype(dtype))).replace("inf", "np.inf") if mode == "max" else "0"
 
 
 def _array_type(dtype: str) -> Any:
