@@ -219,42 +219,65 @@ def render_conv(shape: WindowShape, epilogue: Program | None = None,
     return "\n".join(lines)
 
 
-def _tap_columns(ind: str, shape: WindowShape) -> list[str]:
-    """Per kernel column ``kw``: the outputs ``[lo{kw}, hi{kw})`` whose tap lies inside the
-    row, and where the first one reads (``at{kw}``)."""
-    (_, kw_), (_, sw), (_, dw) = shape.kernel, shape.strides, shape.dilations
-    lines = []
-    for k in range(kw_):
-        off = f"{k * dw} - pw"
-        lines += [f"{ind}lo{k} = min(OW, max(0, -(({off}) // {sw})))",
-                  f"{ind}hi{k} = max(lo{k}, min(OW, (W - 1 - ({off})) // {sw} + 1))",
-                  f"{ind}at{k} = lo{k} * {sw} + {off}"]
-    return lines
+def _take(mode: str, value: str) -> str:
+    """``t`` combined with ``v = value``: the larger (NaN propagating, as NumPy's maximum),
+    or the sum."""
+    return f"v = {value}; t = v if v > t or v != v else t" if mode == "max" else \
+        f"t = t + {value}"
+
+
+def _pool_rows(ind: str, shape: WindowShape, mode: str) -> list[str]:
+    """``tmp[j]``: output row ``oh``'s window rows combined, column by column (contiguous
+    loops: they vectorise); rows outside the input are the identity."""
+    kh_, (sh, dh) = shape.kernel[0], (shape.strides[0], shape.dilations[0])
+    return [
+        f"{ind}y0 = oh * {sh} - ph",
+        f"{ind}if y0 >= 0 and y0 + {(kh_ - 1) * dh} < H:  # every window row inside",
+        *(f"{ind}    r{k} = xc[y0 + {k * dh}]" for k in range(kh_)),
+        f"{ind}    for j in range(W):", f"{ind}        t = r0[j]",
+        *(f"{ind}        {_take(mode, f'r{k}[j]')}" for k in range(1, kh_)),
+        f"{ind}        tmp[j] = t",
+        f"{ind}else:", f"{ind}    tmp[:] = fill", f"{ind}    for k in range({kh_}):",
+        f"{ind}        y = y0 + k * {dh}", f"{ind}        if y >= 0 and y < H:",
+        f"{ind}            rk = xc[y]", f"{ind}            for j in range(W):",
+        f"{ind}                t = tmp[j]", f"{ind}                {_take(mode, 'rk[j]')}",
+        f"{ind}                tmp[j] = t",
+    ]
+
+
+def _pool_columns(ind: str, shape: WindowShape, mode: str) -> list[str]:
+    """``r[i]``: the window columns of ``tmp`` combined; outputs whose every column lies
+    inside (``lo <= i < hi``) in one loop, the others column by column with bounds."""
+    kw_, (sw, dw) = shape.kernel[1], (shape.strides[1], shape.dilations[1])
+    edge = [f"{ind}    t = fill", f"{ind}    for k in range({kw_}):",
+            f"{ind}        col = i * {sw} + k * {dw} - pw",
+            f"{ind}        if col >= 0 and col < W:", f"{ind}            {_take(mode, 'tmp[col]')}",
+            f"{ind}    r[i] = t"]
+    return [f"{ind}ts = tmp[lo * {sw} - pw:]", f"{ind}for i in range(hi - lo):",
+            f"{ind}    t = ts[i * {sw}]",
+            *(f"{ind}    {_take(mode, f'ts[i * {sw} + {k * dw}]')}" for k in range(1, kw_)),
+            f"{ind}    r[lo + i] = t",
+            f"{ind}for i in range(lo):", *edge, f"{ind}for i in range(hi, OW):", *edge]
 
 
 def render_pool(shape: WindowShape, mode: str, identity: str) -> str:
     """``kernel(x, out, ph, pw)``: out (N, C, OH, OW) = each window's max or sum, the
-    padding reading as ``identity``. Pools read the input directly, row by row (a window
-    reads each input about once, so a scratch copy would cost more than it saves)."""
+    padding reading as ``identity``. Pools read the input directly (a window reads each
+    input about once, so a scratch copy would cost more than it saves), one output row at a
+    time: its window rows combined column by column, then the window columns of that."""
     t = f"np.{shape.dtype}"
-    (kh_, kw_), (sh, sw), (dh, _) = shape.kernel, shape.strides, shape.dilations
-    take = "v if v > r[i] or v != v else r[i]" if mode == "max" else "r[i] + v"
-    taps = []
-    for k in range(kw_):
-        taps += [f"            xs = xr[at{k}:]", f"            for i in range(lo{k}, hi{k}):",
-                 f"                v = xs[(i - lo{k}) * {sw}]", f"                r[i] = {take}"]
+    kw_, (sw, dw) = shape.kernel[1], (shape.strides[1], shape.dilations[1])
     lines = module_header("numba_window", _CODEGEN_HASH, [f"pool {mode} {shape}"])
     lines += ["@njit(parallel=True, cache=True, boundscheck=False, nogil=True)",
               "def kernel(x, out, ph, pw):",
               "    N, C, H, W = x.shape", "    OH, OW = out.shape[2], out.shape[3]",
-              *_tap_columns("    ", shape),
+              f"    fill = {t}({identity})",
+              "    # the outputs whose window columns all lie inside the input",
+              f"    lo = min(OW, max(0, -(-pw // {sw})))",
+              f"    hi = max(lo, min(OW, (W - 1 + pw - {(kw_ - 1) * dw}) // {sw} + 1))",
               "    for job in prange(N * C):", "        n = job // C", "        c = job - n * C",
-              "        xc = x[n, c]", "        o = out[n, c]",
+              "        xc = x[n, c]", "        o = out[n, c]", f"        tmp = np.empty(W, {t})",
               "        for oh in range(OH):", "            r = o[oh]",
-              f"            r[:] = {t}({identity})",
-              f"            for kh in range({kh_}):",
-              f"                y = oh * {sh} + kh * {dh} - ph",
-              "                if y >= 0 and y < H:",
-              "                    xr = xc[y]",
-              *(f"        {line}" for line in taps), ""]
+              *_pool_rows("            ", shape, mode),
+              *_pool_columns("            ", shape, mode), ""]
     return "\n".join(lines)
