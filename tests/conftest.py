@@ -255,18 +255,20 @@ def run_on(device: Any, fn: Callable[..., Any], *inputs: Any, **kwargs: Any) -> 
 
 
 def each_case(device: Any, fns: Sequence[Callable[..., Any]], *arrays: np.ndarray,
-              tile: bool = False) -> list[np.ndarray]:
+              tile: bool = False, selector: str = "int32") -> list[np.ndarray]:
     """``[run_on(device, fn, *arrays) for fn in fns]`` (one result dtype) from ONE generated
     kernel: row ``k`` of a nested ``where`` over a new leading axis is ``fns[k]``, so a
     matrix of ops or dtypes costs one kernel build per device, not one per case. ``tile``
-    repeats the inputs along that axis, for ops the fuser keeps out of a broadcasting
-    kernel (float functions)."""
+    repeats the inputs (and the row selector) along that axis, for ops the fuser keeps out
+    of a broadcasting kernel (float functions) and for OpenCL's vector form, which also
+    needs ``selector`` (the row number's dtype) to be the inputs' float dtype."""
     k = len(fns)
     if k == 1:
         return [run_on(device, fns[0], *arrays)]
-    sel = np.arange(k, dtype=np.int32).reshape((k,) + (1,) * arrays[0].ndim)
+    sel = np.arange(k, dtype=selector).reshape((k,) + (1,) * arrays[0].ndim)
     if tile:
         arrays = tuple(np.broadcast_to(a, (k, *a.shape)).copy() for a in arrays)
+        sel = np.broadcast_to(sel, arrays[0].shape).copy()
 
     def build(s: Any, *ts: Any) -> Any:
         out = fns[-1](*ts)

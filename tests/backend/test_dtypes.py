@@ -11,6 +11,7 @@ import pytest
 from reference_ops import ARITHMETIC, COMPARISONS, UNARY_MATH
 
 import hermes_nb as hm
+from hermes_nb.codegen.c_source import VECTOR_FLOAT_FORMS
 from hermes_nb.ir import dtypes
 
 # the real dtypes: these tests order values (maximum, <, max), which complex numbers have
@@ -222,11 +223,19 @@ def assert_same_specials(got, expected, assert_close):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("op", list(UNARY_FLOAT))
-def test_nan_inf_unary(device, run_on, assert_close, op, dtype):
+def test_nan_inf_unary(device, each_case, assert_close, dtype):
+    """Every op in a few kernels, not one each: those OpenCL renders in vector form both in
+    it (a float row selector) and in scalar form (an int32 one), the others in scalar form."""
     x = _specials(dtype)
-    got = run_on(device, getattr(hm, op), x)
-    assert_same_specials(got, np_ref(UNARY_FLOAT[op], x), assert_close)
+    vector = [op for op in UNARY_FLOAT if op in VECTOR_FLOAT_FORMS]
+    scalar = [op for op in UNARY_FLOAT if op not in vector]
+    for ops, selector in ((vector, dtype), (vector, "int32"), (scalar, "int32")):
+        got = each_case(device, [getattr(hm, op) for op in ops], x, tile=True, selector=selector)
+        for op, g in zip(ops, got):
+            try:
+                assert_same_specials(g, np_ref(UNARY_FLOAT[op], x), assert_close)
+            except AssertionError as exc:
+                raise AssertionError(f"{op} ({selector} selector): {exc}") from None
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
