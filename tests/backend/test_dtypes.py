@@ -239,16 +239,20 @@ def test_nan_inf_unary(device, each_case, assert_close, dtype):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("op", list(BINARY_FLOAT))
-def test_nan_inf_binary(device, run_on, assert_close, op, dtype):
+def test_nan_inf_binary(device, each_case, assert_close, dtype):
     v = _specials(dtype)
     x, y = v[:, None], v[None, :]  # every pair of special values
-    got = run_on(device, getattr(hm, op), x, y)
-    expected = np_ref(BINARY_FLOAT[op], x, y)
-    if got.dtype == np.bool_:
-        assert_close(got, expected)
-    else:
-        assert_same_specials(got, expected, assert_close)
+    for ops in (list(ARITHMETIC), list(COMPARISONS)):  # one kernel per result dtype
+        got = each_case(device, [getattr(hm, op) for op in ops], x, y, tile=True)
+        for op, g in zip(ops, got):
+            expected = np_ref(BINARY_FLOAT[op], x, y)
+            try:
+                if g.dtype == np.bool_:
+                    assert_close(g, expected)
+                else:
+                    assert_same_specials(g, expected, assert_close)
+            except AssertionError as exc:
+                raise AssertionError(f"{op}: {exc}") from None
 
 
 def test_signed_zero_division(device, run_on, assert_close):
