@@ -14,6 +14,7 @@ cubing are different kernels anyway.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -37,6 +38,12 @@ class Program:
     @property
     def n_inputs(self) -> int:
         return len(self.input_dtypes)
+
+    def __getstate__(self) -> dict[str, object]:
+        # the fields alone: a cached property is derived, and a pickle that held the ones
+        # computed so far would key one program differently before and after (node keys
+        # hash programs by their pickle)
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def dtype_of(self, value: int) -> str:
         if value < self.n_inputs:
@@ -76,7 +83,7 @@ class Program:
                        for k, (v, d) in enumerate(self.consts))
         return Program(self.input_dtypes, consts, self.instrs, self.outputs)
 
-    @property
+    @functools.cached_property  # it keys every compiled-kernel cache: asked at each launch
     def signature(self) -> str:
         body = ";".join(f"{i.op}({','.join(map(str, i.args))}):{i.dtype}" for i in self.instrs)
         # a parameter's value is an argument, not part of the kernel

@@ -56,3 +56,20 @@ def test_borrowed_constants_never_share_a_key() -> None:
     nodes = [hm.asarray(a)._node, hm.asarray(a)._node]
     assert nodes[0].key != nodes[1].key
     assert all(n.key.startswith("hermes-constant-") for n in toposort(nodes))
+
+
+def test_a_program_keys_the_same_before_and_after_its_cached_properties() -> None:
+    """A node key hashes its program's pickle: the properties a kernel launch computes
+    (signature, parameters, template) must not change it."""
+    from hermes_nb.ir.node import Node
+    from hermes_nb.ir.program import Instr, Program
+
+    def fused(program: Program) -> Node:
+        x = Node("full", (), (4,), np.dtype("float32"), {"fill_value": 1.0})
+        return Node("fused_elementwise", (x,), (4,), np.dtype("float32"), {"program": program})
+
+    program = Program(("float32",), ((2.0, "float32"),),
+                      (Instr("multiply", (0, 1), "float32"),), (2,))
+    before = fused(program).key
+    assert program.signature and program.params == (0,) and program.template is not program
+    assert fused(program).key == before
