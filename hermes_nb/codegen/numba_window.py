@@ -185,8 +185,10 @@ def _prologue(shape: WindowShape, channels: str, fill: str) -> list[str]:
         "    for job in prange(N * C):", "        n = job // C", "        c = job - n * C",
         *_scatter("        ", shape),
         "    blocks = (N + NB - 1) // NB",
+        # the channels of one image block are neighbouring jobs: a thread's share of the
+        # jobs reuses each block's scratch from its cache for every channel
         f"    for job in prange({channels} * blocks):",
-        "        ch = job // blocks", "        n0 = (job - ch * blocks) * NB",
+        f"        b = job // {channels}", f"        ch = job - b * {channels}", "        n0 = b * NB",
         "        nb = min(NB, N - n0)", "        L = (nb - 1) * S + OH * Wq",
     ]
 
