@@ -9,9 +9,11 @@ __all__ = ["kernel_ops"]
 
 
 def kernel_ops(node: Node) -> tuple[str, ...]:
-    """Prologue ops, then the reduction, ``matmul`` or ``conv``, then the epilogue ops."""
+    """Prologue ops, then the reduction, ``matmul`` or ``conv``, then the epilogue ops (and a
+    conv's joined pool)."""
     a = node.attrs
     epilogue = a["epilogue"].ops if a.get("epilogue") is not None else ()
     if node.op in ("fused_matmul", "fused_conv"):
-        return (node.op.removeprefix("fused_"), *epilogue)
+        pool = ("pool",) if a.get("pool") is not None else ()
+        return (node.op.removeprefix("fused_"), *epilogue, *pool)
     return (*a["prologue"].ops, a["reduce"], *epilogue)

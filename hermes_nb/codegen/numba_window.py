@@ -26,6 +26,7 @@ shape, like a stencil's taps); sizes, channels, groups and the image block are a
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 from hermes_nb.codegen import numba_cpu
@@ -124,6 +125,46 @@ def _compact(ind: str, epilogue: _Epilogue | None = None) -> list[str]:
             *(f"{ind}            {line}" for line in epilogue.body)]
 
 
+@dataclass(frozen=True)
+class ConvPool:
+    """A pool over a conv's result, computed in the conv's kernel (a ``fused_conv``'s attr
+    ``pool``): the full-size result is never written out."""
+
+    shape: WindowShape
+    mode: str
+    identity: str
+    pads: tuple[int, int]  # before the rows, before the columns
+
+
+# the pool code's names, as the conv kernel's pooled copy-out spells them
+_POOL_NAMES = {"H": "OH", "W": "OW", "OH": "POH", "OW": "POW", "ph": "pph", "pw": "ppw",
+               "k": "kp", "oh": "po", "r": "prow", "lo": "plo", "hi": "phi", "fill": "pfill"}
+
+
+def _pooled(ind: str, epilogue: _Epilogue, pool: ConvPool) -> list[str]:
+    """Each image's epilogue in place over ``acc``, then the pool from there into
+    ``out[n, ch]``."""
+    shape, (sw, dw), kw_ = pool.shape, (pool.shape.strides[1], pool.shape.dilations[1]), \
+        pool.shape.kernel[1]
+    t = f"np.{shape.dtype}"
+    rows = ["for oh in range(OH):", "    r = o[oh]",
+            *_pool_rows("    ", shape, pool.mode), *_pool_columns("    ", shape, pool.mode)]
+    names = re.compile(r"\b(" + "|".join(_POOL_NAMES) + r")\b")
+    rows = [names.sub(lambda m: _POOL_NAMES[m.group(1)], line) for line in rows]
+    return [
+        f"{ind}pph, ppw = {pool.pads[0]}, {pool.pads[1]}", f"{ind}pfill = {t}({pool.identity})",
+        f"{ind}plo = min(POW, max(0, -(-ppw // {sw})))",
+        f"{ind}phi = max(plo, min(POW, (OW - 1 + ppw - {(kw_ - 1) * dw}) // {sw} + 1))",
+        f"{ind}tmp = np.empty(OW, {t})",
+        f"{ind}for k in range(nb):", f"{ind}    n = n0 + k", f"{ind}    o = out[n, ch]",
+        *(f"{ind}    {line}" for line in epilogue.setup),
+        f"{ind}    for oh in range(OH):", f"{ind}        a = acc[k * S + oh * Wq:]",
+        f"{ind}        for ow in range(OW):", *(f"{ind}            {line}" for line in epilogue.body),
+        f"{ind}    xc = acc[k * S:k * S + OH * Wq].reshape((OH, Wq))",
+        *(f"{ind}    {line}" for line in rows),
+    ]
+
+
 @dataclass
 class _Epilogue:
     """An epilogue program as lines of the copy-out loop, with what they need."""
@@ -135,9 +176,10 @@ class _Epilogue:
     module_lines: list[str]  # constants and helper functions
 
 
-def _epilogue(program: Program, planes: tuple[bool, ...]) -> _Epilogue:
+def _epilogue(program: Program, planes: tuple[bool, ...], store: str = "orow[ow]") -> _Epilogue:
     """``planes[j - 1]``: whether input ``j`` is one value per (image, channel) plane (a
-    bias, a batch norm's scale), read once before the loop instead of per element."""
+    bias, a batch norm's scale), read once before the loop instead of per element; the
+    result goes to ``store``."""
     program = program.template  # a scalar parameter's value cannot reach the source
     emitter = _Emitter(program)
     n_in, n_const = program.n_inputs, len(program.consts)
@@ -157,7 +199,7 @@ def _epilogue(program: Program, planes: tuple[bool, ...]) -> _Epilogue:
         code = emitter.expr(instr.op, [names[a] for a in instr.args], instr.args, instr.dtype)
         body.append(f"p{q} = {code}")
         names[n_in + n_const + q] = f"p{q}"
-    body.append(f"orow[ow] = {names[program.outputs[0]]}")
+    body.append(f"{store} = {names[program.outputs[0]]}")
     helpers = [h.rstrip() + "\n" for h in emitter.helpers.values()]
     return _Epilogue(setup, body, inputs, params, consts + helpers)
 
@@ -197,14 +239,20 @@ _CODEGEN_HASH = codegen_hash(__file__, numba_cpu.__file__)
 
 
 def render_conv(shape: WindowShape, epilogue: Program | None = None,
-                planes: tuple[bool, ...] = ()) -> str:
+                planes: tuple[bool, ...] = (), pool: ConvPool | None = None) -> str:
     """``kernel(x, w, out, groups, ph, pw, Hq, Wq, NB, *others, *params)``: out (N, M, OH,
     OW) = conv(x, w), through ``epilogue`` (its other inputs and parameters follow) if any;
-    ``planes`` says which of those inputs hold one value per plane."""
+    ``planes`` says which of those inputs hold one value per plane. With ``pool`` (and an
+    epilogue), ``out`` is the pooled result and the convolution's size follows ``NB``:
+    ``kernel(x, w, out, groups, ph, pw, Hq, Wq, NB, COH, COW, *others, *params)``."""
     t = f"np.{shape.dtype}"
-    epi = _epilogue(epilogue, planes) if epilogue is not None else None
+    store = "a[ow]" if pool is not None else "orow[ow]"
+    epi = _epilogue(epilogue, planes, store) if epilogue is not None else None
     extra = [*epi.inputs, *epi.params] if epi is not None else []
-    note = f"conv {shape}" + (f", epilogue {epilogue.signature}" if epilogue else "")
+    if pool is not None:
+        extra = ["COH", "COW", *extra]
+    note = f"conv {shape}" + (f", epilogue {epilogue.signature}" if epilogue else "") + \
+        (f", {pool.mode} pool {pool.shape} pads {pool.pads}" if pool else "")
     lines = module_header("numba_window", _CODEGEN_HASH, [note])
     lines += [*(epi.module_lines if epi is not None else []),
               '@njit(parallel=True, cache=True, boundscheck=False, nogil=True, '
@@ -217,7 +265,11 @@ def render_conv(shape: WindowShape, epilogue: Program | None = None,
               "        for cl in range(Cg):",
               f"            base = (first + cl) * {shape.phases} * G + n0 * S",
               *_accumulate("            ", shape),
-              *_compact("        ", epi), ""]
+              *(_compact("        ", epi) if pool is None or epi is None else
+                _pooled("        ", epi, pool)), ""]
+    if pool is not None:  # the convolution's size is an argument, the output is pooled
+        at = lines.index("    OH, OW = out.shape[2], out.shape[3]")
+        lines[at:at + 1] = ["    OH, OW = COH, COW", "    POH, POW = out.shape[2], out.shape[3]"]
     return "\n".join(lines)
 
 

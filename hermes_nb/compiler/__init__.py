@@ -9,7 +9,7 @@ from __future__ import annotations
 from hermes_nb.compiler.cse import eliminate_common_subexpressions
 from hermes_nb.compiler.fold import fold_constants
 from hermes_nb.compiler.fuse import fuse_elementwise
-from hermes_nb.compiler.fuse_matmul import fuse_matmul_epilogues
+from hermes_nb.compiler.fuse_matmul import fuse_conv_pools, fuse_matmul_epilogues
 from hermes_nb.compiler.fuse_reduce import fuse_reductions
 from hermes_nb.compiler.fuse_stencil import fuse_stencils
 from hermes_nb.compiler.target import ANY_DEVICE, Target
@@ -18,6 +18,7 @@ from hermes_nb.ir.node import Node
 __all__ = [
     "eliminate_common_subexpressions",
     "fold_constants",
+    "fuse_conv_pools",
     "fuse_elementwise",
     "fuse_graph",
     "fuse_matmul_epilogues",
@@ -39,6 +40,7 @@ def fuse_graph(graph: list[Node], target: Target = ANY_DEVICE) -> list[Node]:
     # the most specific patterns first: each pass leaves what it cannot take to the next
     graph = fuse_stencils(graph, target)
     graph = fuse_matmul_epilogues(graph, target)
+    graph = fuse_conv_pools(graph, target)
     graph = fuse_reductions(graph, target)
     return fuse_elementwise(graph, target)
 

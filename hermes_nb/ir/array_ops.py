@@ -108,9 +108,13 @@ class ArrayOps:
         return self._program(spec.attrs["epilogue"], spec.shape, [product, *rest])
 
     def _fused_conv(self, spec: OpSpec, x: Any, w: Any, *rest: Any) -> Any:
-        """Reference semantics: the convolution, then the epilogue over it."""
-        product = windows.conv(self.xp, x, w, spec.attrs, spec.shape)
-        return self._program(spec.attrs["epilogue"], spec.shape, [product, *rest])
+        """Reference semantics: the convolution, the epilogue over it, then the pool (if
+        one joined it)."""
+        conv_shape = spec.attrs.get("conv_shape", spec.shape)
+        product = windows.conv(self.xp, x, w, spec.attrs, conv_shape)
+        value = self._program(spec.attrs["epilogue"], conv_shape, [product, *rest])
+        pool = spec.attrs.get("pool")
+        return value if pool is None else windows.pool(self.xp, value, pool, spec.shape)
 
     def _fused_stencil(self, spec: OpSpec, image: Any) -> Any:
         """Reference semantics: the stages one after another, each value materialised."""

@@ -69,8 +69,12 @@ def flops_of(node: Node) -> Flops | None:
         return Flops(float(2 * n * k + epilogue * n), epilogue > 0)
     if op in ("conv", "fused_conv"):
         x, w = node.inputs[0].shape, node.inputs[1].shape
-        epilogue = _instrs(attrs.get("epilogue"))
-        return Flops(float(conv_flops(x, w, node.shape) + epilogue * n), epilogue > 0)
+        conv_shape = attrs.get("conv_shape", node.shape)  # a joined pool makes it smaller
+        epilogue = _instrs(attrs.get("epilogue")) * math.prod(conv_shape)
+        pool = attrs.get("pool")
+        pooled = n * math.prod(pool["kernel"]) if pool is not None else 0
+        return Flops(float(conv_flops(x, w, conv_shape) + epilogue + pooled),
+                     epilogue + pooled > 0)
     if op == "pool":
         return Flops(float(n * math.prod(attrs["kernel"])), True)
     if op == "fused_elementwise":

@@ -77,7 +77,8 @@ def _flops(
     if op in ("matmul", "fused_matmul") and in_shapes and len(in_shapes[0]) >= 2:
         return 2.0 * out * in_shapes[0][-1]
     if op in ("conv", "fused_conv") and len(in_shapes) >= 2:
-        return 2.0 * out * math.prod(in_shapes[1][1:])
+        conv_out = float(math.prod(attrs.get("conv_shape", shape)))  # before a joined pool
+        return 2.0 * conv_out * math.prod(in_shapes[1][1:])
     if op in ("conv2d", "fused_stencil"):
         weights = attrs.get("weights")
         taps = float(np.size(weights)) if weights is not None else 9.0

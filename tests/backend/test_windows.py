@@ -172,14 +172,66 @@ def test_bad_geometry_is_refused_when_the_graph_is_built() -> None:
 
 
 def test_explain_shows_the_window_kernels_cpu_builds(generated: None) -> None:
-    """cpu:0's explain() gives the generated module of a conv with its epilogue and of a
-    pool: the source that runs."""
+    """cpu:0's explain() gives the generated module of a conv with its epilogue and pool,
+    and of a pool alone: the source that runs."""
     x, w = np.ones((2, 3, 12, 12), np.float32), np.ones((4, 3, 3, 3), np.float32)
     with hm.device("cpu:0"):
         y = pool(hm.relu(conv(x, w, pads=(1, 1, 1, 1)) + 1.0), "max", (2, 2), (2, 2))
-        plan = y.explain()
-    sources = [k.source for k in plan.kernels]
-    assert [k.name.split("-")[1] for k in plan.kernels] == ["fused_conv", "pool"]
-    assert "def kernel(x, w, out, groups" in sources[0] and "fma_(" in sources[0]
-    assert "def kernel(x, out, ph, pw)" in sources[1]
+        z = pool(x, "sum", (3, 3), (1, 1))
+        y_plan, z_plan = y.explain(), z.explain()
+    (fused,), (alone,) = y_plan.kernels, z_plan.kernels
+    assert fused.ops == ("conv", "add", "relu", "pool")
+    assert "def kernel(x, w, out, groups" in fused.source and "fma_(" in fused.source
+    assert "max pool" in fused.source and "POH, POW = out.shape[2], out.shape[3]" in fused.source
+    assert "def kernel(x, out, ph, pw)" in alone.source
     np.testing.assert_array_equal(y.numpy(), np.full((2, 4, 6, 6), 28.0, np.float32))
+    np.testing.assert_array_equal(z.numpy(), np.full((2, 3, 10, 10), 9.0, np.float32))
+
+
+@pytest.mark.parametrize("generate", [True, False], ids=["generated", "numpy"])
+@pytest.mark.parametrize("mode", ["max", "sum"])
+def test_a_pool_after_conv_and_activation_joins_the_conv(
+        device: Any, monkeypatch: pytest.MonkeyPatch, generate: bool, mode: str) -> None:
+    """conv + bias + ReLU + pool is one kernel on cpu:0 (the full-size result never written
+    out), with the values of the unfused ops, generated or through NumPy."""
+    monkeypatch.setattr(cpu_device, "WINDOW_MIN_WORK", 0 if generate else 1 << 40)
+    rng = np.random.default_rng(6)
+    x, w = rng.normal(size=(3, 4, 15, 13)).astype(np.float32), \
+        rng.normal(size=(6, 2, 3, 3)).astype(np.float32)
+    bias = rng.normal(size=(1, 6, 1, 1)).astype(np.float32)
+    with hm.device(device):
+        y = pool(hm.relu(conv(x, w, pads=(1, 1, 1, 1), groups=2) + bias), mode, (3, 2),
+                 (2, 2), (1, 0, 2, 1))
+        plan = y.explain()
+        got = y.numpy()
+    activated = np.maximum(_torch_conv(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 2) + bias, 0)
+    np.testing.assert_allclose(got, _loop_pool(activated, mode, (3, 2), (2, 2), (1, 0, 2, 1),
+                                               (1, 1)), rtol=1e-5, atol=1e-5)
+    if device.id == "cpu:0":
+        assert len(plan.kernels) == 1 and plan.kernels[0].ops[-1] == "pool"
+
+
+def test_a_conv_read_twice_keeps_its_pool_apart(device: Any, generated: None) -> None:
+    rng = np.random.default_rng(7)
+    x, w = rng.normal(size=(2, 3, 10, 10)).astype(np.float32), \
+        rng.normal(size=(4, 3, 3, 3)).astype(np.float32)
+    with hm.device(device):
+        activated = hm.relu(conv(x, w, pads=(1, 1, 1, 1)))
+        pooled = pool(activated, "max", (2, 2), (2, 2))
+        both = hm.compute(activated, pooled)
+    expected = np.maximum(_torch_conv(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1), 0)
+    np.testing.assert_allclose(both[0].numpy(), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(both[1].numpy(), _loop_pool(expected, "max", (2, 2), (2, 2),
+                                                           (0, 0, 0, 0), (1, 1)),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_a_pool_joins_a_1d_conv(device: Any, generated: None) -> None:
+    rng = np.random.default_rng(8)
+    x, w = rng.normal(size=(2, 3, 21)).astype(np.float32), \
+        rng.normal(size=(4, 3, 5)).astype(np.float32)
+    with hm.device(device):
+        got = pool(hm.relu(conv(x, w, (2,), (2, 2))), "max", (3,), (2,), (1, 1)).numpy()
+    activated = np.maximum(_torch_conv(x, w, (2,), (2, 2), (1,), 1), 0)
+    np.testing.assert_allclose(got, _loop_pool(activated, "max", (3,), (2,), (1, 1), (1,)),
+                               rtol=1e-5, atol=1e-5)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.backends.cpu import jit
-from hermes_nb.backends.cpu.matmul import numba_threads, numpy_epilogue
+from hermes_nb.backends.cpu.matmul import numba_threads
 from hermes_nb.codegen.numba_support import KernelCache, build_kernel
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
@@ -33,13 +33,8 @@ def generates(spec: OpSpec, epilogue: Any = None) -> bool:
 
 def run_window(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bool) -> Any:
     """A ``conv``, ``pool`` or ``fused_conv`` spec on NumPy arrays."""
-    if not generated:
-        if spec.op != "fused_conv":
-            return ops.run(spec, inputs)
-        dtype = np.dtype(spec.attrs["conv_dtype"])
-        product = ops.run(OpSpec("conv", spec.shape, dtype, spec.in_shapes[:2],
-                                 spec.in_dtypes[:2], spec.attrs, spec.device), inputs[:2])
-        return numpy_epilogue(ops, spec, product, inputs[2:])
+    if not generated:  # ir.windows, through NumPy
+        return ops.run(spec, inputs)
     out = np.empty(spec.shape, spec.dtype)
     if not out.size:
         return out
@@ -59,9 +54,9 @@ PARALLEL_MIN_WORK = 1 << 22
 
 def work(spec: OpSpec) -> int:
     """A window spec's multiply-adds (a pool's window reads)."""
-    taps = math.prod(spec.in_shapes[1][1:]) if spec.op != "pool" else \
-        math.prod(spec.attrs["kernel"])
-    return math.prod(spec.shape) * taps
+    if spec.op == "pool":
+        return math.prod(spec.shape) * math.prod(spec.attrs["kernel"])
+    return math.prod(spec.attrs.get("conv_shape", spec.shape)) * math.prod(spec.in_shapes[1][1:])
 
 
 @dataclass(frozen=True)
@@ -76,6 +71,7 @@ class _Plan:
     wq: int
     epilogue: Any
     planes: tuple[bool, ...]
+    pool: Any  # codegen.numba_window.ConvPool of a pool joined to a fused_conv, or None
 
 
 def _plan(spec: OpSpec) -> _Plan:
@@ -93,7 +89,22 @@ def _plan(spec: OpSpec) -> _Plan:
     planes = tuple(all(d == 1 for d in ((1,) * (rank - len(e)) + tuple(e))[2:])
                    for e in spec.in_shapes[2:])
     return _Plan(shape, g, -(-(h + g.pads[0] + g.pads[2]) // sh),
-                 -(-(w + g.pads[1] + g.pads[3]) // sw), spec.attrs.get("epilogue"), planes)
+                 -(-(w + g.pads[1] + g.pads[3]) // sw), spec.attrs.get("epilogue"), planes,
+                 _conv_pool(spec.attrs.get("pool"), core))
+
+
+def _conv_pool(attrs: dict[str, Any] | None, dtype: np.dtype) -> Any:
+    """A fused_conv's pool over two spatial axes (one: a unit row above it)."""
+    if attrs is None:
+        return None
+    g = Window.of(attrs, attrs["kernel"])
+    if g.rank == 1:
+        g = Window((1, *g.kernel), (1, *g.strides), (1, *g.dilations),
+                   (0, g.pads[0], 0, g.pads[1]))
+    gen = _numba_window()
+    return gen.ConvPool(gen.WindowShape(g.kernel, g.strides, g.dilations, dtype.name),
+                        attrs["mode"], _identity(attrs["mode"], dtype.name),
+                        (g.pads[0], g.pads[1]))
 
 
 def source(spec: OpSpec) -> str:
@@ -103,7 +114,7 @@ def source(spec: OpSpec) -> str:
         return _numba_window().render_pool(plan.shape, spec.attrs["mode"],
                                            _identity(spec.attrs["mode"], plan.shape.dtype))
     template = plan.epilogue.template if plan.epilogue is not None else None
-    return _numba_window().render_conv(plan.shape, template, plan.planes)
+    return _numba_window().render_conv(plan.shape, template, plan.planes, plan.pool)
 
 
 def _launch(spec: OpSpec, inputs: Sequence[Any], out: np.ndarray) -> None:
@@ -114,13 +125,16 @@ def _launch(spec: OpSpec, inputs: Sequence[Any], out: np.ndarray) -> None:
     if spec.op == "pool":
         _pool_kernel(plan.shape, spec.attrs["mode"])(x, out, g.pads[0], g.pads[1])
         return
-    # the epilogue's other inputs, broadcast (no copy) to the output's 4-D shape
-    others = [np.broadcast_to(e, spec.shape).reshape(out.shape) for e in inputs[2:]]
+    # the epilogue's other inputs, broadcast (no copy) to the convolution's 4-D shape
+    conv_shape = spec.attrs.get("conv_shape", spec.shape)
+    conv4 = (*conv_shape[:2], -1, conv_shape[-1])
+    others = [np.broadcast_to(e, conv_shape).reshape(conv4) for e in inputs[2:]]
     weights = np.ascontiguousarray(inputs[1]).reshape(out.shape[1], -1, *g.kernel)
     params = plan.epilogue.arguments() if plan.epilogue is not None else ()
+    sizes = (math.prod(conv_shape[2:-1]), conv_shape[-1]) if plan.pool is not None else ()
     _conv_kernel(plan, out.dtype.name)(
         x, weights, out, int(spec.attrs["groups"]), g.pads[0], g.pads[1], plan.hq, plan.wq,
-        _block(plan.hq, plan.wq), *others, *params)
+        _block(plan.hq, plan.wq), *sizes, *others, *params)
 
 
 #: elements a job's run covers at most: its accumulator stays in the core's L1/L2 cache
@@ -141,17 +155,18 @@ def _conv_kernel(plan: _Plan, out_dtype: str) -> Any:
         from numba.core import types
 
         array = _array_type(shape.dtype)
-        signature = [array(True), array(True), _array_type(out_dtype)(False), *_INTS(6)]
+        ints = 6 + (2 if plan.pool is not None else 0)
+        signature = [array(True), array(True), _array_type(out_dtype)(False), *_INTS(ints)]
         if template is not None:
             signature += [types.Array(numba.from_dtype(np.dtype(d)), 4, "A", readonly=True)
                           for d in template.input_dtypes[1:]]
             signature += [numba.from_dtype(np.dtype(template.consts[j][1]))
                           for j in template.params]
-        source = _numba_window().render_conv(shape, template, planes)
+        source = _numba_window().render_conv(shape, template, planes, plan.pool)
         return build_kernel(source, "w", tuple(signature))
 
     key = ("conv", shape, out_dtype, template.signature if template is not None else None,
-           planes)
+           planes, plan.pool)
     return _KERNELS.get_or_build(key, build, f"conv kernel {shape.kernel} for cpu:0")
 
 
