@@ -25,6 +25,23 @@ ${header}
     if (ow >= OW || oh >= OH) return;                                                      \
     const long od = z % OD, nc = z / OD, ch = nc % (CH), n = nc / (CH);
 
+// The statements after it, for every tap of the window that lies inside the input (id, ih,
+// iw: where it reads; kd, kh, kw: which tap).
+#define FOR_TAPS_INSIDE(...)                                                               \
+    for (int kd = 0; kd < KD; ++kd) {                                                      \
+        const long id = od * sd + kd * dd - pd;                                            \
+        if (id < 0 || id >= D) continue;                                                   \
+        for (int kh = 0; kh < KH; ++kh) {                                                  \
+            const long ih = oh * sh + kh * dh - ph;                                        \
+            if (ih < 0 || ih >= H) continue;                                               \
+            for (int kw = 0; kw < KW; ++kw) {                                              \
+                const long iw = ow * sw + kw * dw - pw;                                    \
+                if (iw < 0 || iw >= W) continue;                                           \
+                __VA_ARGS__                                                                \
+            }                                                                              \
+        }                                                                                  \
+    }
+
 __kernel void conv(__global T* restrict out, __global const T* restrict x,
                    __global const T* restrict w, const long C, const long M, const long Cg,
                    const long groups, const long D, const long H, const long W,
@@ -39,19 +56,7 @@ __kernel void conv(__global T* restrict out, __global const T* restrict x,
     for (long c = 0; c < Cg; ++c) {
         __global const T* xc = x + (n * C + first + c) * D * H * W;
         __global const T* wc = w + (ch * Cg + c) * KD * KH * KW;
-        for (int kd = 0; kd < KD; ++kd) {
-            const long id = od * sd + kd * dd - pd;
-            if (id < 0 || id >= D) continue;
-            for (int kh = 0; kh < KH; ++kh) {
-                const long ih = oh * sh + kh * dh - ph;
-                if (ih < 0 || ih >= H) continue;
-                for (int kw = 0; kw < KW; ++kw) {
-                    const long iw = ow * sw + kw * dw - pw;
-                    if (iw < 0 || iw >= W) continue;
-                    MAD(acc, wc[(kd * KH + kh) * KW + kw], xc[(id * H + ih) * W + iw]);
-                }
-            }
-        }
+        FOR_TAPS_INSIDE(MAD(acc, wc[(kd * KH + kh) * KW + kw], xc[(id * H + ih) * W + iw]);)
     }
     out[((nc * OD + od) * OH + oh) * OW + ow] = acc;
 }
@@ -65,23 +70,10 @@ __kernel void pool(__global T* restrict out, __global const T* restrict x, const
     OUTPUT_INDEX(C)
     __global const T* xc = x + nc * D * H * W;
     T acc = (T)(${ident});
-    for (int kd = 0; kd < KD; ++kd) {
-        const long id = od * sd + kd * dd - pd;
-        if (id < 0 || id >= D) continue;
-        for (int kh = 0; kh < KH; ++kh) {
-            const long ih = oh * sh + kh * dh - ph;
-            if (ih < 0 || ih >= H) continue;
-            for (int kw = 0; kw < KW; ++kw) {
-                const long iw = ow * sw + kw * dw - pw;
-                if (iw < 0 || iw >= W) continue;
-                const T v = xc[(id * H + ih) * W + iw];
 #if IS_MAX
-                if (TAKES(v, acc)) acc = v;
+    FOR_TAPS_INSIDE(const T v = xc[(id * H + ih) * W + iw]; if (TAKES(v, acc)) acc = v;)
 #else
-                ADD(acc, v);
+    FOR_TAPS_INSIDE(ADD(acc, xc[(id * H + ih) * W + iw]);)
 #endif
-            }
-        }
-    }
     out[((nc * OD + od) * OH + oh) * OW + ow] = acc;
 }
