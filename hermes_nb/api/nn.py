@@ -76,19 +76,19 @@ def pool(x: Any, mode: str, kernel: Sequence[int], strides: Sequence[int] | None
 def _window(op: str, x: Tensor, kernel: Sequence[int], strides: Sequence[int] | None,
             pads: Sequence[int] | None, dilations: Sequence[int] | None) -> Window:
     r = x.ndim - 2
-    g = Window(_ints(op, "kernel", kernel, r, 1), _ints(op, "strides", strides or (1,) * r, r, 1),
-               _ints(op, "dilations", dilations or (1,) * r, r, 1),
-               _ints(op, "pads", pads or (0,) * (2 * r), 2 * r, 0))
-    return g
+    return Window(_ints(op, "kernel", kernel, r, 1),
+                  _ints(op, "strides", strides or (1,) * r, r, 1),
+                  _ints(op, "dilations", dilations or (1,) * r, r, 1),
+                  _ints(op, "pads", pads or (0,) * (2 * r), 2 * r, 0))
 
 
 def _ints(op: str, name: str, values: Sequence[int], count: int, low: int) -> tuple[int, ...]:
-    out = tuple(int(v) for v in values)
-    if len(out) != count or any(v < low for v in out) or \
-            any(not isinstance(v, (int, np.integer)) for v in values):
-        raise ValueError(f"{op}: {name}={tuple(values)} must be {count} integers >= {low} "
+    given = tuple(values)
+    if len(given) != count or not all(isinstance(v, (int, np.integer)) and
+                                      not isinstance(v, bool) and v >= low for v in given):
+        raise ValueError(f"{op}: {name}={given} must be {count} integers >= {low} "
                          f"(one per spatial axis{', before then after' if name == 'pads' else ''})")
-    return out
+    return tuple(int(v) for v in given)
 
 
 def _out_spatial(op: str, x: Tensor, g: Window) -> tuple[int, ...]:

@@ -169,6 +169,8 @@ def test_bad_geometry_is_refused_when_the_graph_is_built() -> None:
         pool(x, "mean", (2, 2))
     with pytest.raises(ValueError, match=r"pool: kernel=\(2,\) must be 2 integers >= 1"):
         pool(x, "max", (2,))
+    with pytest.raises(ValueError, match=r"pool: strides=\(1.5, 'a'\) must be 2 integers"):
+        pool(x, "max", (2, 2), (1.5, "a"))
 
 
 def test_explain_shows_the_window_kernels_cpu_builds(generated: None) -> None:
