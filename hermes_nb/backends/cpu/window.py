@@ -1,7 +1,7 @@
 """``cpu:0``'s ``conv``, ``pool`` and ``fused_conv``: the generated Numba kernels of
 ``codegen.numba_window`` over one or two spatial axes; NumPy (``ir.windows``) for more
-axes, below the JIT size and without Numba. A ``fused_conv`` writes the convolution into
-its result, then runs the epilogue over it in place (as ``fused_matmul`` does)."""
+axes, below ``WINDOW_MIN_WORK`` and without Numba. A ``fused_conv`` kernel computes its
+epilogue (and its joined pool) as it writes the result, so it is written once."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from hermes_nb.ir.windows import Window, lowest
 
 __all__ = ["generates", "run_window", "source", "work"]
 
-_KERNELS = KernelCache()  # (op, mode, WindowShape) -> compiled kernel
+_KERNELS = KernelCache()  # (op, window shape, dtype, epilogue, planes, pool) -> kernel
 
 
 def generates(spec: OpSpec, epilogue: Any = None) -> bool:
@@ -77,11 +77,9 @@ class _Plan:
 def _plan(spec: OpSpec) -> _Plan:
     conv = spec.op != "pool"
     x_shape = spec.in_shapes[0]
-    g = Window.of(spec.attrs, spec.in_shapes[1][2:] if conv else spec.attrs["kernel"])
-    if g.rank == 1:  # one spatial axis: a unit row above it
-        g = Window((1, *g.kernel), (1, *g.strides), (1, *g.dilations),
-                   (0, g.pads[0], 0, g.pads[1]))
-        x_shape = (*x_shape[:2], 1, x_shape[-1])
+    g = _two_axes(Window.of(spec.attrs, spec.in_shapes[1][2:] if conv else
+                            spec.attrs["kernel"]))
+    x_shape = (*x_shape[:2], 1, x_shape[-1]) if len(x_shape) == 3 else x_shape
     (sh, sw), (h, w) = g.strides, x_shape[2:]
     core = np.dtype(spec.attrs.get("conv_dtype", spec.dtype))  # the window's own dtype
     shape = _numba_window().WindowShape(g.kernel, g.strides, g.dilations, core.name)
@@ -93,14 +91,19 @@ def _plan(spec: OpSpec) -> _Plan:
                  _conv_pool(spec.attrs.get("pool"), core))
 
 
+def _two_axes(g: Window) -> Window:
+    """The window over two spatial axes: one axis runs with a unit row above it."""
+    if g.rank == 2:
+        return g
+    return Window((1, *g.kernel), (1, *g.strides), (1, *g.dilations),
+                  (0, g.pads[0], 0, g.pads[1]))
+
+
 def _conv_pool(attrs: dict[str, Any] | None, dtype: np.dtype) -> Any:
     """A fused_conv's pool over two spatial axes (one: a unit row above it)."""
     if attrs is None:
         return None
-    g = Window.of(attrs, attrs["kernel"])
-    if g.rank == 1:
-        g = Window((1, *g.kernel), (1, *g.strides), (1, *g.dilations),
-                   (0, g.pads[0], 0, g.pads[1]))
+    g = _two_axes(Window.of(attrs, attrs["kernel"]))
     gen = _numba_window()
     return gen.ConvPool(gen.WindowShape(g.kernel, g.strides, g.dilations, dtype.name),
                         attrs["mode"], _identity(attrs["mode"], dtype.name),
