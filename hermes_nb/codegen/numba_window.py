@@ -17,7 +17,11 @@ A ``fused_conv``'s epilogue (bias, folded batch norm, activation: an ``ir.progra
 ``Program`` whose input 0 is the convolution) is computed where the valid outputs are
 copied out, so the result is written once. Its other inputs are 4-D arrays broadcast to the
 output (those with one value per plane read once per plane), its scalar parameters
-arguments.
+arguments. With a joined pool (``ConvPool``) the epilogue writes each image's result back
+into the accumulator, still in cache, and the pool reads it from there.
+
+Pools alone read their input directly, one output row at a time: the window rows combined
+column by column, then the window columns of that.
 
 The window's shape, strides and dilations are the kernel's source (one kernel per layer
 shape, like a stencil's taps); sizes, channels, groups and the image block are arguments.
