@@ -33,10 +33,13 @@ import functools
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from hermes_nb.codegen import numba_cpu
 from hermes_nb.codegen.numba_cpu import _Emitter, _literal
 from hermes_nb.codegen.numba_support import codegen_hash, module_header
 from hermes_nb.ir.program import Program
+from hermes_nb.ir.windows import lowest
 
 #: taps unrolled into one loop; a larger window loops over its rows (each row unrolled)
 UNROLL_TAPS = 32
@@ -99,33 +102,30 @@ def _tap_sum(taps: list[int]) -> str:
 
 def _accumulate(ind: str, shape: WindowShape) -> list[str]:
     """``acc[i] += sum over the taps`` of one input channel: all of them in one loop up to
-    ``UNROLL_TAPS``, else one loop per kernel row."""
+    ``UNROLL_TAPS``, else one loop per kernel row (``r``)."""
     kh, kw = shape.kernel
     if kh * kw <= UNROLL_TAPS:
-        lines = []
-        for t, (r, c) in enumerate((r, c) for r in range(kh) for c in range(kw)):
-            off = _tap_offset(shape, r, c)
-            lines += [f"{ind}s{t} = xq[{off}:{off} + L]", f"{ind}w{t} = w[m, cl, {r}, {c}]"]
-        return [*lines, f"{ind}for i in range(L):",
-                f"{ind}    acc[i] += {_tap_sum(list(range(kh * kw)))}"]
-    lines = [f"{ind}for r in range(KH):"]
-    for t in range(kw):
-        off = _tap_offset(shape, "r", t)
-        lines += [f"{ind}    s{t} = xq[{off}:{off} + L]", f"{ind}    w{t} = w[m, cl, r, {t}]"]
-    return [*lines, f"{ind}    for i in range(L):",
-            f"{ind}        acc[i] += {_tap_sum(list(range(kw)))}"]
+        lines, row, taps = [], "", [(r, c) for r in range(kh) for c in range(kw)]
+    else:
+        lines, row, taps = [f"{ind}for r in range(KH):"], "    ", [("r", c) for c in range(kw)]
+    for t, (r, c) in enumerate(taps):
+        off = _tap_offset(shape, r, c)
+        lines += [f"{ind}{row}s{t} = xq[{off}:{off} + L]", f"{ind}{row}w{t} = w[m, cl, {r}, {c}]"]
+    return [*lines, f"{ind}{row}for i in range(L):",
+            f"{ind}{row}    acc[i] += {_tap_sum(list(range(len(taps))))}"]
 
 
-def _compact(ind: str, epilogue: _Epilogue | None = None) -> list[str]:
+def _compact(ind: str, epilogue: _Epilogue | None = None, in_place: bool = False) -> list[str]:
     """Each image's valid outputs (``OW`` of each ``Wq``-wide row) from ``acc`` into
-    ``out[n, ch]``, through the epilogue if any (row slices: the loops vectorise)."""
+    ``out[n, ch]``, through the epilogue if any (row slices: the loops vectorise); with
+    ``in_place``, the epilogue's results go back into ``acc`` (a joined pool reads them)."""
     setup = [f"{ind}    {line}" for line in epilogue.setup] if epilogue is not None else []
     head = [f"{ind}for k in range(nb):", f"{ind}    n = n0 + k", f"{ind}    o = out[n, ch]", *setup,
-            f"{ind}    for oh in range(OH):", f"{ind}        a = acc[k * S + oh * Wq:]",
-            f"{ind}        orow = o[oh]"]
+            f"{ind}    for oh in range(OH):", f"{ind}        a = acc[k * S + oh * Wq:]"]
     if epilogue is None:
-        return [*head, f"{ind}        orow[:] = a[:OW]"]
-    return [*head, f"{ind}        for ow in range(OW):",
+        return [*head, f"{ind}        o[oh][:] = a[:OW]"]
+    return [*head, *([] if in_place else [f"{ind}        orow = o[oh]"]),
+            f"{ind}        for ow in range(OW):",
             *(f"{ind}            {line}" for line in epilogue.body)]
 
 
@@ -136,7 +136,6 @@ class ConvPool:
 
     shape: WindowShape
     mode: str
-    identity: str
     pads: tuple[int, int]  # before the rows, before the columns
 
 
@@ -148,25 +147,18 @@ _POOL_NAMES = {"H": "OH", "W": "OW", "OH": "POH", "OW": "POW", "ph": "pph", "pw"
 def _pooled(ind: str, epilogue: _Epilogue, pool: ConvPool) -> list[str]:
     """Each image's epilogue in place over ``acc``, then the pool from there into
     ``out[n, ch]``."""
-    shape, (sw, dw), kw_ = pool.shape, (pool.shape.strides[1], pool.shape.dilations[1]), \
-        pool.shape.kernel[1]
-    t = f"np.{shape.dtype}"
-    rows = ["for oh in range(OH):", "    r = o[oh]",
-            *_pool_rows("    ", shape, pool.mode), *_pool_columns("    ", shape, pool.mode)]
+    rows = [*_pool_bounds("", pool.shape), f"tmp = np.empty(W, np.{pool.shape.dtype})"]
+    image = ["for oh in range(OH):", "    r = o[oh]", *_pool_rows("    ", pool.shape, pool.mode),
+             *_pool_columns("    ", pool.shape, pool.mode)]
     names = re.compile(r"\b(" + "|".join(_POOL_NAMES) + r")\b")
-    rows = [names.sub(lambda m: _POOL_NAMES[m.group(1)], line) for line in rows]
-    return [
-        f"{ind}pph, ppw = {pool.pads[0]}, {pool.pads[1]}", f"{ind}pfill = {t}({pool.identity})",
-        f"{ind}plo = min(POW, max(0, -(-ppw // {sw})))",
-        f"{ind}phi = max(plo, min(POW, (OW - 1 + ppw - {(kw_ - 1) * dw}) // {sw} + 1))",
-        f"{ind}tmp = np.empty(OW, {t})",
-        f"{ind}for k in range(nb):", f"{ind}    n = n0 + k", f"{ind}    o = out[n, ch]",
-        *(f"{ind}    {line}" for line in epilogue.setup),
-        f"{ind}    for oh in range(OH):", f"{ind}        a = acc[k * S + oh * Wq:]",
-        f"{ind}        for ow in range(OW):", *(f"{ind}            {line}" for line in epilogue.body),
-        f"{ind}    xc = acc[k * S:k * S + OH * Wq].reshape((OH, Wq))",
-        *(f"{ind}    {line}" for line in rows),
-    ]
+    renamed = [[names.sub(lambda m: _POOL_NAMES[m.group(1)], line) for line in part]
+               for part in (rows, image)]
+    return [f"{ind}pph, ppw = {pool.pads[0]}, {pool.pads[1]}",
+            f"{ind}pfill = np.{pool.shape.dtype}({pool_identity(pool.mode, pool.shape.dtype)})",
+            *(f"{ind}{line}" for line in renamed[0]),
+            *_compact(ind, epilogue, in_place=True),
+            f"{ind}    xc = acc[k * S:k * S + OH * Wq].reshape((OH, Wq))",
+            *(f"{ind}    {line}" for line in renamed[1])]
 
 
 @dataclass
@@ -220,21 +212,21 @@ def supports_epilogue(program: Program) -> bool:
     return True
 
 
-def _prologue(shape: WindowShape, channels: str, fill: str) -> list[str]:
-    """Sizes, the scratch copy (filled with ``fill``, where the padding reads it) and the
-    loop over jobs: one channel (``ch``) of a block of ``NB`` images each."""
+def _prologue(shape: WindowShape) -> list[str]:
+    """Sizes, the scratch copy (zero where the padding reads it) and the loop over jobs:
+    one output channel (``ch``) of a block of ``NB`` images each."""
     return [
         "    N, C, H, W = x.shape", "    OH, OW = out.shape[2], out.shape[3]",
         "    S = Hq * Wq + Wq  # one phase of one image, with a row of slack",
         "    G = N * S  # one phase of every image", f"    KH = {shape.kernel[0]}",
-        f"    xq = np.full(C * {shape.phases} * G + S, {fill})",
+        f"    xq = np.zeros(C * {shape.phases} * G + S, np.{shape.dtype})",
         "    for job in prange(N * C):", "        n = job // C", "        c = job - n * C",
         *_scatter("        ", shape),
         "    blocks = (N + NB - 1) // NB",
         # the channels of one image block are neighbouring jobs: a thread's share of the
         # jobs reuses each block's scratch from its cache for every channel
-        f"    for job in prange({channels} * blocks):",
-        f"        b = job // {channels}", f"        ch = job - b * {channels}", "        n0 = b * NB",
+        "    for job in prange(M * blocks):",
+        "        b = job // M", "        ch = job - b * M", "        n0 = b * NB",
         "        nb = min(NB, N - n0)", "        L = (nb - 1) * S + OH * Wq",
     ]
 
@@ -263,7 +255,7 @@ def render_conv(shape: WindowShape, epilogue: Program | None = None,
               'error_model="numpy")',
               f"def kernel({', '.join(['x, w, out, groups, ph, pw, Hq, Wq, NB', *extra])}):",
               "    M, Cg = w.shape[0], w.shape[1]", "    Mg = M // groups",
-              *_prologue(shape, "M", f"{t}(0)"),
+              *_prologue(shape),
               "        m = ch", f"        acc = np.zeros(L, {t})",
               "        first = (m // Mg) * Cg  # the group's first input channel",
               "        for cl in range(Cg):",
@@ -318,21 +310,29 @@ def _pool_columns(ind: str, shape: WindowShape, mode: str) -> list[str]:
             f"{ind}for i in range(lo):", *edge, f"{ind}for i in range(hi, OW):", *edge]
 
 
-def render_pool(shape: WindowShape, mode: str, identity: str) -> str:
+def pool_identity(mode: str, dtype: str) -> str:
+    """What a pool's padding reads as (its combination's identity), spelled for the source."""
+    return repr(lowest(np.dtype(dtype))).replace("inf", "np.inf") if mode == "max" else "0"
+
+
+def _pool_bounds(ind: str, shape: WindowShape) -> list[str]:
+    """``[lo, hi)``: the outputs whose window columns all lie inside the input."""
+    kw_, (sw, dw) = shape.kernel[1], (shape.strides[1], shape.dilations[1])
+    return [f"{ind}lo = min(OW, max(0, -(-pw // {sw})))",
+            f"{ind}hi = max(lo, min(OW, (W - 1 + pw - {(kw_ - 1) * dw}) // {sw} + 1))"]
+
+
+def render_pool(shape: WindowShape, mode: str) -> str:
     """``kernel(x, out, ph, pw)``: out (N, C, OH, OW) = each window's max or sum, the
-    padding reading as ``identity``. Pools read the input directly (a window reads each
+    padding reading as the identity. Pools read the input directly (a window reads each
     input about once, so a scratch copy would cost more than it saves), one output row at a
     time: its window rows combined column by column, then the window columns of that."""
     t = f"np.{shape.dtype}"
-    kw_, (sw, dw) = shape.kernel[1], (shape.strides[1], shape.dilations[1])
     lines = module_header("numba_window", _CODEGEN_HASH, [f"pool {mode} {shape}"])
     lines += ["@njit(parallel=True, cache=True, boundscheck=False, nogil=True)",
               "def kernel(x, out, ph, pw):",
               "    N, C, H, W = x.shape", "    OH, OW = out.shape[2], out.shape[3]",
-              f"    fill = {t}({identity})",
-              "    # the outputs whose window columns all lie inside the input",
-              f"    lo = min(OW, max(0, -(-pw // {sw})))",
-              f"    hi = max(lo, min(OW, (W - 1 + pw - {(kw_ - 1) * dw}) // {sw} + 1))",
+              f"    fill = {t}({pool_identity(mode, shape.dtype)})", *_pool_bounds("    ", shape),
               "    for job in prange(N * C):", "        n = job // C", "        c = job - n * C",
               "        xc = x[n, c]", "        o = out[n, c]", f"        tmp = np.empty(W, {t})",
               "        for oh in range(OH):", "            r = o[oh]",

@@ -52,7 +52,7 @@ def _conv(n: OnnxNode, ins: Inputs) -> list[Tensor]:
                          f"{w.shape} and group={groups} do not agree")
     g = geometry(n, spatial, kernel)
     if _native(x, "f"):
-        out = nn.conv(x, ins.tensor(1), g.strides, _pads(g), g.dilations, groups)
+        out = nn.conv(x, ins.tensor(1), g.strides, g.pads, g.dilations, groups)
     else:
         out = _im2col(ins, x, g, groups)
     if ins.present(2):
@@ -63,11 +63,6 @@ def _conv(n: OnnxNode, ins: Inputs) -> list[Tensor]:
 def _native(x: Tensor, kinds: str = "fiu") -> bool:
     """Whether the window ops' single nodes take ``x`` (else the composition of slices)."""
     return x.dtype.kind in kinds and x.ndim - 2 <= NATIVE_SPATIAL
-
-
-def _pads(g: Geometry) -> tuple[int, ...]:
-    """The padding before each axis, then after (ceil_mode's extra included)."""
-    return (*g.begin, *(e + x for e, x in zip(g.end, g.extra)))
 
 
 def _im2col(ins: Inputs, x: Tensor, g: Geometry, groups: int) -> Tensor:
@@ -105,7 +100,7 @@ def _max_pool(n: OnnxNode, ins: Inputs) -> list[Tensor]:
     x = ins.tensor(0)
     g = geometry(n, _spatial(n, x), tuple(n.attr("kernel_shape")))
     if _native(x):
-        return [nn.pool(x, "max", g.kernel, g.strides, _pads(g), g.dilations)]
+        return [nn.pool(x, "max", g.kernel, g.strides, g.pads, g.dilations)]
     return [functools.reduce(ew.maximum, windows(pad(x, g, lowest(x.dtype)), g))]
 
 
@@ -114,7 +109,7 @@ def _average_pool(n: OnnxNode, ins: Inputs) -> list[Tensor]:
     spatial = _spatial(n, x)
     g = geometry(n, spatial, tuple(n.attr("kernel_shape")))
     if _native(x):
-        total = nn.pool(x, "sum", g.kernel, g.strides, _pads(g), g.dilations)
+        total = nn.pool(x, "sum", g.kernel, g.strides, g.pads, g.dilations)
     else:
         total = functools.reduce(ew.add, windows(pad(x, g, 0), g))
     counts = window_counts(spatial, g, bool(n.attr("count_include_pad", 0)))

@@ -10,7 +10,6 @@ into im2col columns for one ``matmul``.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from hermes_nb.api.creation import full
 from hermes_nb.api.manipulation import concat
 from hermes_nb.api.onnx_import.table import AUTO_PADS, OnnxNode, check_choice
 from hermes_nb.api.tensor import Tensor
+from hermes_nb.ir import windows as ir_windows
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,12 @@ class Geometry:
 
     def span(self, axis: int) -> int:
         return (self.kernel[axis] - 1) * self.dilations[axis] + 1
+
+    @property
+    def pads(self) -> tuple[int, ...]:
+        """The padding before each axis, then after (ceil_mode's extra included): the
+        ``conv``/``pool`` nodes' ``pads``."""
+        return (*self.begin, *(e + x for e, x in zip(self.end, self.extra)))
 
 
 def check_window(n: OnnxNode) -> None:
@@ -104,14 +110,8 @@ def pad(x: Tensor, g: Geometry, value: float | int) -> Tensor:
 def windows(x: Any, g: Geometry) -> list[Any]:
     """One strided slice of the padded ``x`` per kernel offset, each (N, C, *out); works on
     a Tensor and on a NumPy array alike."""
-    out = []
-    for offset in itertools.product(*(range(k) for k in g.kernel)):
-        index = [slice(None), slice(None)]
-        for i, o in enumerate(offset):
-            start = o * g.dilations[i]
-            index.append(slice(start, start + (g.out[i] - 1) * g.strides[i] + 1, g.strides[i]))
-        out.append(x[tuple(index)])
-    return out
+    return ir_windows.windows(x, ir_windows.Window(g.kernel, g.strides, g.dilations, g.pads),
+                              g.out)
 
 
 def window_counts(spatial: Sequence[int], g: Geometry, include_pad: bool) -> np.ndarray:

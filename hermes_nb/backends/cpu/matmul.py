@@ -21,7 +21,7 @@ from hermes_nb.backends.cpu import jit
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 
-__all__ = ["numba_threads", "numpy_epilogue", "run_matmul"]
+__all__ = ["numba_threads", "run_matmul"]
 
 
 def run_matmul(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bool) -> Any:
@@ -31,7 +31,7 @@ def run_matmul(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bo
     product = np.empty(spec.shape, np.dtype(spec.attrs["matmul_dtype"]))
     np.matmul(a, b, out=product)
     if not generated:
-        return numpy_epilogue(ops, spec, product, rest)
+        return _numpy_epilogue(ops, spec, product, rest)
     # in place when the dtype allows: elementwise kernels read element i before writing
     # it, and the product is full-size (never a broadcast view)
     out = product if product.dtype == spec.dtype else np.empty(spec.shape, spec.dtype)
@@ -41,7 +41,7 @@ def run_matmul(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bo
     return out
 
 
-def numpy_epilogue(ops: ArrayOps, spec: OpSpec, product: np.ndarray,
+def _numpy_epilogue(ops: ArrayOps, spec: OpSpec, product: np.ndarray,
                    rest: Sequence[Any]) -> Any:
     """The epilogue of a fused ``spec`` over its core op's ``product``, op by op in NumPy."""
     point = OpSpec("fused_elementwise", spec.shape, spec.dtype,

@@ -17,7 +17,7 @@ from hermes_nb.backends.cpu.matmul import numba_threads
 from hermes_nb.codegen.numba_support import KernelCache, build_kernel
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
-from hermes_nb.ir.windows import Window, lowest
+from hermes_nb.ir.windows import Window
 
 __all__ = ["generates", "run_window", "source", "work"]
 
@@ -106,16 +106,14 @@ def _conv_pool(attrs: dict[str, Any] | None, dtype: np.dtype) -> Any:
     g = _two_axes(Window.of(attrs, attrs["kernel"]))
     gen = _numba_window()
     return gen.ConvPool(gen.WindowShape(g.kernel, g.strides, g.dilations, dtype.name),
-                        attrs["mode"], _identity(attrs["mode"], dtype.name),
-                        (g.pads[0], g.pads[1]))
+                        attrs["mode"], (g.pads[0], g.pads[1]))
 
 
 def source(spec: OpSpec) -> str:
     """The Numba module ``run_window`` builds for a generated ``spec``."""
     plan = _plan(spec)
     if spec.op == "pool":
-        return _numba_window().render_pool(plan.shape, spec.attrs["mode"],
-                                           _identity(spec.attrs["mode"], plan.shape.dtype))
+        return _numba_window().render_pool(plan.shape, spec.attrs["mode"])
     template = plan.epilogue.template if plan.epilogue is not None else None
     return _numba_window().render_conv(plan.shape, template, plan.planes, plan.pool)
 
@@ -176,16 +174,11 @@ def _conv_kernel(plan: _Plan, out_dtype: str) -> Any:
 def _pool_kernel(shape: Any, mode: str) -> Any:
     def build() -> Any:
         array = _array_type(shape.dtype)
-        text = _numba_window().render_pool(shape, mode, _identity(mode, shape.dtype))
+        text = _numba_window().render_pool(shape, mode)
         return build_kernel(text, "w", (array(True), array(False), *_INTS(2)))
 
     return _KERNELS.get_or_build(("pool", mode, shape), build,
                                  f"{mode} pool kernel {shape.kernel} for cpu:0")
-
-
-def _identity(mode: str, dtype: str) -> str:
-    """What a pool's padding reads as, spelled for the generated source."""
-    return repr(lowest(np.dtype(dtype))).replace("inf", "np.inf") if mode == "max" else "0"
 
 
 def _array_type(dtype: str) -> Any:
