@@ -37,15 +37,6 @@ class Suggestion:
     figure: float  # the number that triggered it (a fraction of the wall time or a peak)
 
 
-def _suggestion(kind: str, text: str, figure: float) -> Suggestion:
-    """A :class:`Suggestion` made without its ``__init__`` (a frozen dataclass's sets each
-    field through ``object.__setattr__``; a report per cell makes one or two)."""
-    made = object.__new__(Suggestion)
-    fields = made.__dict__
-    fields["kind"], fields["text"], fields["figure"] = kind, text, figure
-    return made
-
-
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}%" if x >= 0.01 or x == 0 else f"{100 * x:.1g}%"
 
@@ -58,7 +49,7 @@ def _copies(report: Report) -> Iterator[Suggestion]:
         sources = [c for c in report.copies if c.device == d.device]
         source = max(sources, key=lambda c: c.seconds).source if sources else "the host"
         moved = sum(c.nbytes for c in sources)
-        yield _suggestion("copies", f"{_pct(share)} of this run copied data to {d.device} "
+        yield Suggestion("copies", f"{_pct(share)} of this run copied data to {d.device} "
                          f"({moved / 1e6:.1f} MB): keep inputs resident (hm.compute them once "
                          f"and reuse the result) or pin to {source}", share)
 
@@ -66,7 +57,7 @@ def _copies(report: Report) -> Iterator[Suggestion]:
 def _compile(report: Report) -> Iterator[Suggestion]:
     share = report.compile_s / report.wall_s if report.wall_s > 0 else 0.0
     if share >= COMPILE_SHARE:
-        yield _suggestion("compile", f"compile took {_pct(share)} of the wall time "
+        yield Suggestion("compile", f"compile took {_pct(share)} of the wall time "
                          f"({report.compile_s * 1e3:.0f} ms): it is paid once; the next run "
                          "reuses the kernels", share)
 
@@ -80,12 +71,12 @@ def _peaks(report: Report) -> Iterator[Suggestion]:
         what = "bandwidth" if bound == "memory" else "matmul FLOP/s"
         where = f"{k.name} on {k.devices[0]}"
         if fraction >= NEAR_PEAK:
-            yield _suggestion("near-peak", f"{where} reached {_pct(fraction)} of the measured "
+            yield Suggestion("near-peak", f"{where} reached {_pct(fraction)} of the measured "
                              f"{what}: {bound}-bound, near the limit"
                              + ("; only less traffic (fusion, smaller dtypes) makes it faster"
                                 if bound == "memory" else ""), fraction)
         elif fraction < FAR_FROM_PEAK and share >= FAR_SHARE:
-            yield _suggestion("far-from-peak", f"{where} runs for {_pct(share)} of the wall time "
+            yield Suggestion("far-from-peak", f"{where} runs for {_pct(share)} of the wall time "
                              f"at {_pct(fraction)} of the measured {what}: it is held back by "
                              "launch cost or latency, not by the device's peak; fewer, larger "
                              "launches (or another device) may suit it better", fraction)
@@ -94,7 +85,7 @@ def _peaks(report: Report) -> Iterator[Suggestion]:
 def _no_device(report: Report) -> Iterator[Suggestion]:
     share = report.no_device_s / report.wall_s if report.wall_s > 0 else 0.0
     if share >= NO_DEVICE_SHARE:
-        yield _suggestion("no-device", f"no device was busy for {_pct(share)} of the wall time "
+        yield Suggestion("no-device", f"no device was busy for {_pct(share)} of the wall time "
                          f"({report.no_device_s * 1e3:.1f} ms): planning, Python and hand-offs "
                          "between kernels; computing several results in one hm.compute (or "
                          "fewer, larger kernels) cuts it", share)
@@ -168,7 +159,7 @@ def _waiting(report: Report, profile: Profile, events: Any) -> Iterator[Suggesti
     for (device, idle), found in by_pair.items():
         share = sum(found) / report.wall_s if report.wall_s > 0 else 0.0
         if share >= WAIT_SHARE:
-            yield _suggestion("waiting", f"{len(found)} kernel(s) waited for {device} "
+            yield Suggestion("waiting", f"{len(found)} kernel(s) waited for {device} "
                              f"({sum(found) * 1e3:.1f} ms, {_pct(share)} of the wall time) while "
                              f"{idle} was idle: pin some of them to {idle} (hm.device) or let the "
                              "scheduler spread them (policy 'auto')", share)
