@@ -7,12 +7,15 @@ run, and the live load monitor's CPU use at 2 Hz.
 
 The magic is compared with the same work written without it (``hm.compute`` of the same
 tensors) in one IPython shell, rounds interleaved (the order turns each round); the overhead
-is the difference of medians. What ``--report`` adds is the median over rounds of the
+is the difference of medians. Outputs travel as in a notebook's kernel (IPython's display
+formatter, ipykernel's display publisher, a signed message on a ZeroMQ socket). What
+``--report`` adds is the median over rounds of the
 difference between the report cell and the plain ``%%hermes`` cell of the same round, in wall
 time and in CPU time (the process's, and the main thread's, which runs the report and is the
 least noisy figure on a shared machine), as a share of the plain cell's median on the same
 clock (the main thread's as a share of the wall time: it idles while the devices run); the
-report's own making and rendering, timed inside the cell, is printed too.
+report's making, and the formatting and sending of the cell's output with and without it,
+timed inside the cell, are printed too.
 The monitor's cost is the CPU time its sampling thread used (sampling, updating the Bokeh
 document and serialising the update for the comm) per second of wall time.
 """
@@ -36,15 +39,27 @@ total = (edges * 2.0).sum()
 def _shell() -> Any:
     from IPython.core.interactiveshell import InteractiveShell
 
-    import hermes_nb.notebook.magic as magic
-    from hermes_nb.runtime.report import Report
-
-    # nothing renders in a benchmark but the report, whose HTML is part of what it costs
-    magic.display = lambda *objs, **kw: [o._repr_html_() for o in objs if isinstance(o, Report)]
     shell = InteractiveShell.instance()
+    _publish_as_a_kernel(shell)
     shell.run_cell("import numpy as np\nimport hermes_nb as hm\n%load_ext hermes_nb",
                    store_history=False)
     return shell
+
+
+def _publish_as_a_kernel(shell: Any) -> None:
+    """Send the shell's outputs as ipykernel sends them to a notebook: formatted by IPython,
+    signed and serialised by ipykernel's display publisher, written to a PUB socket (no one
+    listens, so ZeroMQ drops them). What the report costs includes showing it."""
+    import secrets
+
+    import zmq
+    from ipykernel.zmqshell import ZMQDisplayPublisher
+    from jupyter_client.session import Session
+
+    socket = zmq.Context.instance().socket(zmq.PUB)
+    socket.bind(f"inproc://hermes-benchmark-{secrets.token_hex(4)}")
+    shell.display_pub = ZMQDisplayPublisher(shell=shell, pub_socket=socket,
+                                            session=Session(key=secrets.token_bytes(16)))
 
 
 #: the clocks each cell is timed on, in the order of the figures a timing holds
@@ -90,20 +105,27 @@ def _gc_share(shell: Any, cell: str, runs: int = 20) -> dict[str, float]:
             "report_gc_us": objects / gc.get_threshold()[0] * collection * 1e6}
 
 
-def _report_timer(inside: list[float]) -> Any:
-    """``magic._report`` wrapped to record the main-thread CPU it takes (the report made and
-    rendered, as the cell runs it)."""
+def _timers(inside: dict[str, list[float]]) -> tuple[Any, Any]:
+    """``magic._report`` and ``magic._show`` wrapped to record the main-thread CPU each call
+    takes (the report made; the cell's output formatted and sent), as the cell runs them."""
     import hermes_nb.notebook.magic as magic
 
-    made = magic._report
+    made, shown = magic._report, magic._show
 
-    def timed(*args: Any) -> None:
+    def timed_report(*args: Any) -> Any:
         start = time.thread_time()
-        made(*args)
-        inside.append(time.thread_time() - start)
+        result = made(*args)
+        inside["made"].append(time.thread_time() - start)
+        return result
 
-    magic._report = timed
-    return made
+    def timed_show(*args: Any) -> None:
+        start = time.thread_time()
+        shown(*args)
+        inside["shown_with" if len(args) > 1 else "shown_without"].append(
+            time.thread_time() - start)
+
+    magic._report, magic._show = timed_report, timed_show
+    return made, shown
 
 
 def magic_overhead(size: int, repeats: int) -> dict[str, float]:
@@ -121,15 +143,15 @@ def magic_overhead(size: int, repeats: int) -> dict[str, float]:
             assert shell.run_cell(cell, store_history=False).success
     import hermes_nb.notebook.magic as magic_module
 
-    inside: list[float] = []
-    made = _report_timer(inside)
+    inside: dict[str, list[float]] = {"made": [], "shown_with": [], "shown_without": []}
+    made, shown = _timers(inside)
     times: dict[str, list[tuple[float, ...]]] = {name: [] for name, _ in cells}
     try:
         for i in range(repeats):
             for name, cell in (cells if i % 2 else cells[::-1]):
                 times[name].append(_timed(shell, cell))
     finally:
-        magic_module._report = made
+        magic_module._report, magic_module._show = made, shown
     med = statistics.median
     figures = {f"{name}_{clock}_ms": 1e3 * med(t[c] for t in times[name])
                for name, _ in cells for c, clock in enumerate(CLOCKS)}
@@ -137,7 +159,8 @@ def magic_overhead(size: int, repeats: int) -> dict[str, float]:
     result = {"plain_ms": plain_s * 1e3, "magic_ms": magic_s * 1e3,
               "overhead_ms": (magic_s - plain_s) * 1e3, "report_ms": report_s * 1e3,
               "report_overhead_ms": (report_s - magic_s) * 1e3,
-              "report_inside_us": 1e6 * med(inside), "rounds": repeats, **figures}
+              "rounds": repeats, **figures,
+              **{f"report_{part}_us": 1e6 * med(t) for part, t in inside.items()}}
     for c, clock in enumerate(CLOCKS):  # the median of each round's difference
         added = med(r[c] - m[c] for r, m in zip(times["report"], times["magic"]))
         # the main thread idles while the devices run: its share is of the cell's wall time
@@ -212,8 +235,10 @@ def main(argv: list[str] | None = None) -> None:
         base = magic[f"magic_{'wall' if clock == 'thread' else clock}_ms"]
         print(f"    {what:<16} {magic[f'report_added_{clock}_us']:7.1f} µs  "
               f"{magic[f'report_added_{clock}_percent']:5.2f}% of {of} ({base:.2f} ms)")
-    print(f"    made and rendered, timed inside the cell: {magic['report_inside_us']:.1f} µs "
-          "main-thread CPU")
+    print(f"    timed inside the cell (main-thread CPU): the report made "
+          f"{magic['report_made_us']:.1f} µs; the cell's one output formatted and sent "
+          f"{magic['report_shown_with_us']:.1f} µs with it, {magic['report_shown_without_us']:.1f}"
+          " µs without")
     print(f"    young-generation collections its {magic['report_objects']:.0f} objects bring: "
           f"{magic['report_gc_us']:.1f} µs per cell (one takes {magic['young_collection_us']:.0f}"
           " µs after a cell; the young generation is collected before each timed cell)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hermes_nb.api.plan import Plan
@@ -124,6 +124,9 @@ class RunSummary:
             f"<div class='hermes-summary'><b>hermes</b>: computed <code>{names}</code> &middot; "
             f"{self.kernels} kernel(s) on {where} &middot; {wall}</div>"
         )
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/plain": repr(self), "text/html": self._repr_html_()}
 
 
 @dataclass(frozen=True)

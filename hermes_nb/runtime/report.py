@@ -16,7 +16,15 @@ from typing import Any
 
 from hermes_nb.runtime.peaks import Peak, device_peaks
 from hermes_nb.runtime.profile import BACKGROUND_SUFFIX, Profile, last_profile, running
-from hermes_nb.runtime.report_html import FLOPS_MEANS, HOST_MEANS, IDLE_MEANS, document, fragment, text
+from hermes_nb.runtime.report_html import (
+    FLOPS_MEANS,
+    HOST_MEANS,
+    IDLE_MEANS,
+    document,
+    fragment,
+    mimebundle,
+    text,
+)
 from hermes_nb.runtime.report_rules import Suggestion, suggestions
 
 __all__ = ["FLOPS_MEANS", "HOST_MEANS", "IDLE_MEANS", "CopyRow", "DeviceTime", "KernelRow",
@@ -192,6 +200,10 @@ class Report:
 
     def _repr_html_(self) -> str:
         return fragment(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """HTML and text, the figures formatted once for both."""
+        return mimebundle(self)
 
     def to_html(self, path: str | Any) -> str:
         """Write the report as one standalone HTML file (inline CSS, no outside requests)

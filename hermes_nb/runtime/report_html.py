@@ -66,38 +66,6 @@ def _parts(d: object) -> list[float]:
     return [d.compile_s, d.run_s, d.copy_s, d.idle_s]  # type: ignore[attr-defined]
 
 
-def text(r: Report) -> str:
-    lines = [f"Hotspot report: {len(r.kernels)} kernel(s) in {_ms(r.wall_s)} wall "
-             f"(compile {_ms(r.compile_s)}, run {_ms(r.run_s)}, copies {_ms(r.copy_s)}, "
-             f"no device busy {_ms(r.no_device_s)})", "", "device      compile        run"
-             "     copies       idle  peak"]
-    for d in r.devices:
-        peak = r.peaks.get(d.device)
-        figures = ("peak unknown" if peak is None else
-                   f"{_rate(peak.gb_per_s, 'GB/s')}, {_rate(peak.gflop_per_s, 'GFLOP/s')}")
-        lines.append(f"{d.device:<10}" + "".join(f"{_ms(s):>11}" for s in _parts(d))
-                     + f"  {figures}")
-    lines += ["", f"{'kernel':<34} {'device':<10} {'ms':>9} {'compile':>9} {'share':>6} "
-              f"{'MB':>9} {'GB/s':>8} {'GFLOP/s':>8}  roofline"]
-    for k in r.kernels[:TOP]:
-        lines.append(f"{k.name[:34]:<34} {','.join(k.devices):<10} {k.run_s * 1e3:9.3f} "
-                     f"{k.compile_s * 1e3:9.1f} {100 * k.share:5.1f}% "
-                     f"{'—' if k.nbytes is None else f'{k.nbytes / 1e6:.2f}':>9} "
-                     f"{_rate(k.gb_per_s):>8} {_rate(k.gflop_per_s):>8}  {_roof(k)}")
-    lines += ["", "op (before fusion)            count         ms  share"]
-    for o in r.ops[:TOP]:
-        lines.append(f"{o.op[:28]:<28} {o.count:6d} {o.seconds * 1e3:10.3f} {100 * o.share:5.1f}%")
-    for c in r.copies:
-        lines.append(f"copies {c.source} -> {c.device}: {c.count} ({_mb(c.nbytes)}) in "
-                     f"{_ms(c.seconds)}, {100 * c.share:.0f}% of the wall time")
-    if r.fusion is not None:
-        lines += ["", _fusion_line(r)]
-    lines += ["", "suggestions:"] + [f"  - {s.text}" for s in r.suggestions] + (
-        ["  (none: nothing stands out)"] if not r.suggestions else [])
-    lines += ["", IDLE_MEANS + ".", HOST_MEANS + ".", FLOPS_MEANS + "."]
-    return "\n".join(lines)
-
-
 def _fusion_line(r: Report) -> str:
     f = r.fusion
     assert f is not None
@@ -131,7 +99,7 @@ NOTE = (f"<p class='note'>{_e(IDLE_MEANS)}.<br>{_e(HOST_MEANS)}.<br>"
 # anew (their names escaped, their strings joined) was most of the rendering's time.
 #: the most layouts kept (all are dropped when it is reached: a new layout is rare)
 LAYOUTS = 64
-_layouts: dict[tuple[Any, ...], str] = {}
+_layouts: dict[tuple[Any, ...], list[str | None]] = {}  # [HTML, text], each made once asked
 _SHARE = "<td><span class='share' style='width:%.1fpx'></span> %.1f%%</td>"
 _NOTHING = "<li>none: nothing stands out</li>"
 
@@ -160,7 +128,8 @@ def _layout(r: Report) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         compile_s, run_s, copy_s = compile_s + d.compile_s, run_s + d.run_s, copy_s + d.copy_s
     values: list[Any] = [len(r.kernels), 1e3 * wall, 1e3 * compile_s, 1e3 * run_s,
                          1e3 * copy_s, 1e3 * r.no_device_s]
-    values += [_e(s.text) for s in r.suggestions]
+    for s in r.suggestions:  # escaped for the HTML, as it is for the text
+        values += (_e(s.text), s.text)
     add, peaks, on = values.append, r.peaks, wall > 0
     for d in devices:
         parts = (d.compile_s, d.run_s, d.copy_s, max(d.wall_s - d.busy_s, 0.0))  # idle_s
@@ -210,7 +179,7 @@ def _template(r: Report) -> str:
     out = [_fixed(_HEAD), "<h3>Hotspot report: %d kernel(s) in %.2f ms</h3><p>"
            "compile %.2f ms · run %.2f ms · copies %.2f ms · no device busy %.2f ms</p>"
            "<h3>Suggestions</h3><ul>"]
-    out += ["<li>%s</li>"] * len(r.suggestions) or [_NOTHING]
+    out += ["<li>%s</li>%.0s"] * len(r.suggestions) or [_NOTHING]
     out.append(_fixed(_DEVICES_HEAD))
     for d in r.devices:
         parts = (d.compile_s, d.run_s, d.copy_s, max(d.wall_s - d.busy_s, 0.0))
@@ -257,16 +226,79 @@ def _template(r: Report) -> str:
     return "".join(out)
 
 
-def fragment(r: Report) -> str:
-    """The report as a block of HTML for a notebook output (its style included): its
-    layout's template, made once, with this run's figures written in."""
+def _text_template(r: Report) -> str:
+    """The plain-text %-template of ``r``'s layout: the same slots as the HTML's, in the same
+    order (``%.0s`` takes a slot the text does not show: a bar's width, a kernel's key)."""
+    wall = r.wall_s
+    out = ["Hotspot report: %d kernel(s) in %.2f ms wall (compile %.2f ms, run %.2f ms, "
+           "copies %.2f ms, no device busy %.2f ms)\n\nsuggestions:\n"]
+    out += ["%.0s  - %s\n"] * len(r.suggestions) or ["  (none: nothing stands out)\n"]
+    out.append("\ndevice      compile        run     copies       idle  peak\n")
+    for d in r.devices:
+        parts = (d.compile_s, d.run_s, d.copy_s, max(d.wall_s - d.busy_s, 0.0))
+        bar = "%.0s%.0s" * sum(1 for s in parts if wall > 0 and s > 0)
+        peak = r.peaks.get(d.device)
+        figures = ("peak unknown" if peak is None else
+                   f"{_rate(peak.gb_per_s, 'GB/s')}, {_rate(peak.gflop_per_s, 'GFLOP/s')}")
+        out.append(f"{_fixed(f'{d.device:<10}')}{bar}" + "%8.2f ms" * 4 + f"  {_fixed(figures)}\n")
+    out.append(f"\n{'kernel':<34} {'device':<10} {'ms':>9} {'compile':>9} {'share':>6} "
+               f"{'MB':>9} {'GB/s':>8} {'GFLOP/s':>8}  roofline\n")
+    dash = f"{'—':>8}"
+    for k in r.kernels[:TOP]:
+        roof = (f"%.0f%% of {k.bound} peak" if k.roofline is not None else
+                "peak unknown" if k.peak is None or not k.peak.gb_per_s else "—")
+        out.append(f"%.0s{_fixed(f'{k.name[:34]:<34} {_comma(k.devices):<10}')} %9.3f %9.1f "
+                   f"%.0s%5.1f%% {' ' + dash if k.nbytes is None else '%9.2f'} "
+                   f"{dash if k.gb_per_s is None else '%8.3g'} "
+                   f"{dash if k.gflop_per_s is None else '%8.3g'}  {roof}\n")
+    out.append("\nop (before fusion)            count         ms  share\n")
+    for o in r.ops[:TOP]:
+        out.append(f"{_fixed(f'{o.op[:28]:<28}')} %6d %10.3f %.0s%5.1f%%\n")
+    for c in r.copies:
+        out.append(f"copies {_fixed(c.source)} -> {_fixed(c.device)}: %d (%.2f MB) in %.2f ms, "
+                   f"{'%.0s' if c.seconds > 0 else ''}%.0s%.0f%% of the wall time\n")
+    if r.fusion is not None:
+        out.append(f"\n{_fixed(_fusion_line(r))}\n")
+    out.append(_fixed(f"\n{IDLE_MEANS}.\n{HOST_MEANS}.\n{FLOPS_MEANS}."))
+    return "".join(out)
+
+
+def _comma(devices: tuple[str, ...]) -> str:
+    return ",".join(devices)
+
+
+def _formats(r: Report, html: bool, plain: bool) -> tuple[str, str]:
+    """The report's HTML and text (each "" unless asked for), from its layout's templates,
+    made once, with this run's figures written in."""
     key, values = _layout(r)
-    template = _layouts.get(key)
-    if template is None:
+    templates = _layouts.get(key)
+    if templates is None:
         if len(_layouts) >= LAYOUTS:
             _layouts.clear()
-        template = _layouts[key] = _template(r)
-    return template % values
+        templates = _layouts[key] = [None, None]
+    page, lines = templates
+    if html and page is None:
+        page = templates[0] = _template(r)
+    if plain and lines is None:
+        lines = templates[1] = _text_template(r)
+    return (page % values if page is not None and html else "",
+            lines % values if lines is not None and plain else "")
+
+
+def fragment(r: Report) -> str:
+    """The report as a block of HTML for a notebook output (its style included)."""
+    return _formats(r, True, False)[0]
+
+
+def text(r: Report) -> str:
+    """The report as plain text (what ``print`` shows)."""
+    return _formats(r, False, True)[1]
+
+
+def mimebundle(r: Report) -> dict[str, str]:
+    """The report's HTML and text for a notebook output, its figures formatted once."""
+    html_text, plain = _formats(r, True, True)
+    return {"text/plain": plain, "text/html": html_text}
 
 
 def document(r: Report) -> str:

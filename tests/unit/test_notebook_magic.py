@@ -32,9 +32,10 @@ n = 3
 
 @pytest.fixture
 def shown(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Every object the magics pass to ``display``."""
+    """Every object the magics show (through ``display``, or published as its own bundle)."""
     objects: list[Any] = []
     monkeypatch.setattr(magic, "display", objects.append)
+    monkeypatch.setattr(magic, "_show", lambda *shown: objects.extend(shown))
     return objects
 
 

@@ -271,6 +271,22 @@ def test_html_of_runs_sharing_a_layout_shows_each_runs_figures() -> None:
     assert second._repr_html_() == html_second and first._repr_html_() == html_first
 
 
+def test_text_of_runs_sharing_a_layout_shows_each_runs_figures() -> None:
+    """The text comes from the layout's second template, with the HTML's figures: the
+    suggestions first, then the tables, each run's own numbers."""
+    first, second = (report(_scaled(quiet_profile(), f), peaks=PEAKS) for f in (1.0, 1.5))
+    text_first, text_second = str(first), str(second)
+    assert text_first.splitlines()[2] == "suggestions:"
+    assert "in 1000.00 ms wall" in text_first and "in 1500.00 ms wall" in text_second
+    lines = {line.split()[0]: line.split() for line in text_second.splitlines()
+             if line.startswith(("cpu:0 ", "opencl:0 "))}
+    assert lines["cpu:0"][1:9:2] == ["150.00", "450.00", "0.00", "900.00"]  # compile, run, copies, idle
+    assert first._repr_mimebundle_() == {"text/plain": text_first,
+                                         "text/html": first._repr_html_()}
+    report_html._layouts.clear()
+    assert str(second) == text_second and str(first) == text_first
+
+
 def test_html_escapes_names_and_keeps_their_percent_signs() -> None:
     r = report(quiet_profile(), peaks=PEAKS)
     odd = dataclasses.replace(r, kernels=tuple(
@@ -279,6 +295,7 @@ def test_html_escapes_names_and_keeps_their_percent_signs() -> None:
     assert f"50%&lt;b&gt; {r.kernels[0].name}<" in page
     assert f"title='{r.kernels[0].key}&amp;%s'" in page
     assert "<b>" not in page
+    assert f"50%<b> {r.kernels[0].name}" in str(odd)  # the text keeps the name as it is
 
 
 def test_report_arguments() -> None:
@@ -338,6 +355,7 @@ def shown(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
     objects: list[Any] = []
     monkeypatch.setattr(magic, "display", objects.append)
+    monkeypatch.setattr(magic, "_show", lambda *shown: objects.extend(shown))
     import hermes_nb.runtime.report as report_mod
 
     monkeypatch.setattr(report_mod, "device_peaks",
@@ -351,6 +369,35 @@ def test_magic_report_shows_the_report(shell: Any, shown: list[Any]) -> None:
     reports = [o for o in shown if isinstance(o, Report)]
     assert len(reports) == 1 and reports[0].kernels
     assert reports[0].wall_s == pytest.approx(last_profile().seconds)
+
+
+def test_magic_publishes_what_the_formatter_would(shell: Any, monkeypatch: pytest.MonkeyPatch
+                                                  ) -> None:
+    """The cell's summary and report reach the notebook as one output, their own bundles
+    joined, skipping IPython's formatter: the text and HTML it would have made of them."""
+    from IPython.utils.capture import capture_output
+
+    import hermes_nb.runtime.report as report_mod
+    from hermes_nb.notebook.reprs import RunSummary
+
+    monkeypatch.setattr(report_mod, "device_peaks", lambda ids, **kw: {i: None for i in ids})
+    made: list[Any] = []
+    real = report_mod.report
+    monkeypatch.setattr("hermes_nb.notebook.magic.hotspot_report",
+                        lambda p: made.append(real(p)) or made[-1])
+    shell.run_cell("import numpy as np", store_history=False)
+    with capture_output() as captured:
+        assert shell.run_cell("%%hermes --report\n" + CELL).success
+    (output,) = (o.data for o in captured.outputs)
+    formatted = shell.display_formatter.format(made[0])[0]
+    assert set(output) == set(formatted) == {"text/plain", "text/html"}
+    summary_text, report_text = output["text/plain"].split("\n\n", 1)
+    assert summary_text.startswith("hermes: computed x, y |")
+    assert report_text == formatted["text/plain"] and report_text.startswith("Hotspot report: ")
+    assert output["text/html"].endswith(formatted["text/html"])
+    assert output["text/html"].startswith("<div class='hermes-summary'>")
+    summary = RunSummary(("x", "y"), 0, (), 0.0)
+    assert summary._repr_mimebundle_() == shell.display_formatter.format(summary)[0]
 
 
 def test_magic_report_to_a_file(shell: Any, shown: list[Any], tmp_path: Path,
