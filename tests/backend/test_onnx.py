@@ -105,8 +105,8 @@ def test_unsupported_operator_is_named_at_load() -> None:
 
 
 def test_unsupported_attribute_values_are_named_at_load() -> None:
-    with pytest.raises(NotImplementedError, match=r"MaxPool \(node 'maxpool_1'\): 2 outputs"):
-        hm.onnx.load(_one_node("MaxPool", outputs=("y", "i"), kernel_shape=[2, 2]))
+    with pytest.raises(NotImplementedError, match=r"Softmax \(node 'softmax_1'\): 2 outputs"):
+        hm.onnx.load(_one_node("Softmax", outputs=("y", "i")))
     with pytest.raises(NotImplementedError, match=r"auto_pad='SAME'.*'NOTSET', 'SAME_UPPER'"):
         hm.onnx.load(_one_node("Conv", inputs=2, auto_pad="SAME"))
     with pytest.raises(NotImplementedError, match=r"the attribute bogus .*supported: axis"):
@@ -215,3 +215,54 @@ def test_lazy_tensor_inputs_and_import_needs_no_onnx() -> None:
 
     code = "import sys, hermes_nb as hm; hm.onnx.SUPPORTED; assert 'onnx' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _max_pools_with_indices() -> tuple[Any, dict[str, np.ndarray]]:
+    """MaxPool nodes with their Indices output, one model: ties and -inf beside the padding
+    (2-D), storage_order=1 with strides and dilations (2-D), ceil_mode (1-D), and 3-D."""
+    rng = np.random.default_rng(11)
+    x2 = rng.integers(0, 3, (2, 3, 7, 6)).astype(np.float32)  # many ties
+    x2[0, 0, :2, :2] = -np.inf  # a window of -inf whose first taps are padding
+    feeds = {"x2": x2, "x1": rng.normal(size=(1, 2, 9)).astype(np.float32),
+             "x3": rng.normal(size=(1, 2, 5, 4, 6)).astype(np.float32)}
+    nodes = [
+        helper.make_node("MaxPool", ["x2"], ["y_ties", "i_ties"], kernel_shape=[3, 3],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("MaxPool", ["x2"], ["y_cols", "i_cols"], kernel_shape=[2, 3],
+                         strides=[2, 1], dilations=[2, 1], storage_order=1),
+        helper.make_node("MaxPool", ["x1"], ["y_ceil", "i_ceil"], kernel_shape=[3],
+                         strides=[2], ceil_mode=1),
+        helper.make_node("MaxPool", ["x3"], ["y_3d", "i_3d"], kernel_shape=[2, 2, 3],
+                         strides=[1, 2, 2], pads=[0, 1, 1, 1, 0, 1]),
+    ]
+    inputs = [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in feeds.items()]
+    outputs = [helper.make_tensor_value_info(o, TensorProto.FLOAT if o[0] == "y" else TensorProto.INT64,
+                                             None) for n in nodes for o in n.output]
+    graph = helper.make_graph(nodes, "pools", inputs, outputs)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)]), feeds
+
+
+def test_max_pool_indices_match_onnxruntime(device: Any) -> None:
+    """onnxruntime is the reference here: the ``onnx`` package's own reference evaluator
+    numbers a padded pool's indices in the padded input's coordinates."""
+    proto, feeds = _max_pools_with_indices()
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, feeds)
+    got = _run(device, hm.onnx.load(proto), list(feeds.values()))
+    for name, g, e in zip((o.name for o in proto.graph.output), got, expected):
+        assert g.dtype == e.dtype and g.shape == e.shape, name
+        np.testing.assert_array_equal(g, e, err_msg=name)
+
+
+def test_max_pool_index_of_a_nan_window_is_its_first_nan(device: Any) -> None:
+    """The maximum propagates NaN (like NumPy's), so its index is the first NaN's."""
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    x[0, 0, 0, 1] = x[0, 0, 1, 0] = np.nan
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, x.shape)], [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                            None), helper.make_tensor_value_info(
+                                            "i", TensorProto.INT64, None)])
+    y, i = _run(device, hm.onnx.load(helper.make_model(graph)), [x])
+    assert np.isnan(y[0, 0, 0, 0]) and i[0, 0, 0, 0] == 1
+    assert i[0, 0].tolist() == [[1, 7], [13, 15]] and y[0, 0, 1].tolist() == [13.0, 15.0]

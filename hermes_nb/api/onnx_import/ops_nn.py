@@ -18,6 +18,7 @@ from hermes_nb.api.onnx_import.windows import (
     Geometry,
     check_window,
     geometry,
+    max_indices,
     pad,
     window_counts,
     windows,
@@ -100,8 +101,12 @@ def _max_pool(n: OnnxNode, ins: Inputs) -> list[Tensor]:
     x = ins.tensor(0)
     g = geometry(n, _spatial(n, x), tuple(n.attr("kernel_shape")))
     if _native(x):
-        return [nn.pool(x, "max", g.kernel, g.strides, g.pads, g.dilations)]
-    return [functools.reduce(ew.maximum, windows(pad(x, g, lowest(x.dtype)), g))]
+        y = nn.pool(x, "max", g.kernel, g.strides, g.pads, g.dilations)
+    else:
+        y = functools.reduce(ew.maximum, windows(pad(x, g, lowest(x.dtype)), g))
+    if len(n.outputs) < 2 or not n.outputs[1]:
+        return [y]
+    return [y, max_indices(x, y, g, column_major=n.attr("storage_order", 0) == 1)]
 
 
 def _average_pool(n: OnnxNode, ins: Inputs) -> list[Tensor]:
@@ -174,7 +179,8 @@ def _check_batch_norm(n: OnnxNode) -> None:
 
 OPS: dict[str, OpSpec] = {
     "Conv": spec(_conv, _WINDOW + " group", check=check_window),
-    "MaxPool": spec(_max_pool, _WINDOW + " ceil_mode storage_order", check=_check_max_pool),
+    "MaxPool": spec(_max_pool, _WINDOW + " ceil_mode storage_order", check=_check_max_pool,
+                    outputs=2),
     "AveragePool": spec(_average_pool, _WINDOW + " ceil_mode count_include_pad",
                         check=_check_kernel),
     "GlobalAveragePool": spec(_global_average_pool),

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from hermes_nb.api.creation import full
+from hermes_nb.api import elementwise as ew
+from hermes_nb.api.creation import asarray, full
 from hermes_nb.api.manipulation import concat
 from hermes_nb.api.onnx_import.table import AUTO_PADS, OnnxNode, check_choice
 from hermes_nb.api.tensor import Tensor
@@ -112,6 +113,45 @@ def windows(x: Any, g: Geometry) -> list[Any]:
     a Tensor and on a NumPy array alike."""
     return ir_windows.windows(x, ir_windows.Window(g.kernel, g.strides, g.dilations, g.pads),
                               g.out)
+
+
+def inside(spatial: Sequence[int], g: Geometry) -> list[np.ndarray]:
+    """Per kernel offset, (1, 1, *out): whether each output's tap at that offset reads the
+    input (True) or the padding."""
+    mask = np.pad(np.ones((1, 1, *spatial), bool), [(0, 0), (0, 0), *zip(g.begin, (
+        e + x for e, x in zip(g.end, g.extra)))], constant_values=False)
+    return windows(mask, g)
+
+
+def max_indices(x: Tensor, y: Tensor, g: Geometry, column_major: bool) -> Tensor:
+    """MaxPool's Indices: where in ``x`` (flattened, the padding not counted) each window's
+    maximum ``y`` lies, int64 of ``y``'s shape. The first tap in the window's row-major
+    order that holds it, as ONNX's reference and onnxruntime pick, and never a padded tap
+    (the padding's lowest value can tie the input's); where the maximum is NaN, the first
+    NaN. ``column_major`` (``storage_order=1``) numbers the spatial axes first-fastest."""
+    spatial, r = x.shape[2:], x.ndim - 2
+    taps = list(zip(windows(pad(x, g, ir_windows.lowest(x.dtype)), g), inside(spatial, g)))
+    k: Any = 0  # the offset of the first hit (some tap holds the maximum): one fused kernel
+    for offset in reversed(range(len(taps))):
+        tap, real = taps[offset]
+        hit = ew.equal(tap, y)
+        if x.dtype.kind == "f":
+            hit = ew.logical_or(hit, ew.isnan(tap))
+        k = ew.where(ew.logical_and(hit, asarray(real)), np.int64(offset), k)
+    flat = asarray(np.arange(x.shape[0] * x.shape[1], dtype=np.int64)
+                   .reshape(x.shape[0], x.shape[1], *(1,) * r))
+    flat = ew.multiply(flat, math.prod(spatial)) if column_major else flat
+    stride = 1  # column-major: the size of the spatial axes before this one
+    for i in range(r):
+        starts = np.arange(g.out[i], dtype=np.int64) * g.strides[i] - g.begin[i]
+        offset = ew.remainder(ew.floor_divide(k, math.prod(g.kernel[i + 1:])), g.kernel[i])
+        coord = ew.add(ew.multiply(offset, g.dilations[i]),
+                       asarray(starts.reshape(*(1,) * (2 + i), -1, *(1,) * (r - i - 1))))
+        if column_major:
+            flat, stride = ew.add(flat, ew.multiply(coord, stride)), stride * spatial[i]
+        else:
+            flat = ew.add(ew.multiply(flat, spatial[i]), coord)
+    return flat
 
 
 def window_counts(spatial: Sequence[int], g: Geometry, include_pad: bool) -> np.ndarray:
