@@ -24,7 +24,10 @@ How operators map
   the folded BatchNormalization and the activation after it join as an epilogue, one
   work-item per output on OpenCL, im2col and cuBLAS on CUDA. With more spatial axes they
   are composed of strided slices of the padded input (im2col and one batched ``hm.matmul``
-  per group for Conv; ``maximum``/``add`` of the slices for the pools).
+  per group for Conv; ``maximum``/``add`` of the slices for the pools). MaxPool's Indices
+  output (its second) is one fused kernel over the window's slices: the first tap holding
+  the maximum (the first NaN where it is NaN, never a padded tap), numbered as onnxruntime
+  does (``storage_order`` 0 row-major, 1 column-major).
 - BatchNormalization in inference mode with constant statistics is folded when the graph is
   built into ``x * a + b``; training_mode=1 computes the batch statistics.
 - Softmax is ``exp(x - max) / sum``; ReduceSum and ReduceMean take their axes as an
