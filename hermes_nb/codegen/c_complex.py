@@ -128,8 +128,19 @@ HELPERS: dict[str, str] = {
     const {R} h = @sin(y * ({R})0.5);
     return hc_mk_{s}(@expm1(x) * @cos(y) - ({R})2 * h * h, @exp(x) * @sin(y));
 }}""",
-    "log": "{Q} {C} hc_log_{s}({C} a) {{ return hc_mk_{s}(@log(hc_abs_{s}(a)), "
-           "@atan2(hc_im_{s}(a), hc_re_{s}(a))); }}",
+    # near |z| = 1, log|z| = log1p(m*m - 1 + n*n) / 2 (m, n: the larger and smaller part),
+    # the sum kept with its squares' rounding errors (fma) and its additions' (two-sum): as
+    # log(|z|) it would lose the digits of a result near 0
+    "log": """\
+{Q} {C} hc_log_{s}({C} a) {{
+    const {R} x = hc_re_{s}(a), y = hc_im_{s}(a), h = hc_abs_{s}(a);
+    if (!(h >= ({R})0.71 && h <= ({R})1.73)) return hc_mk_{s}(@log(h), @atan2(y, x));
+    const {R} m = @fmax(@fabs(x), @fabs(y)), n = @fmin(@fabs(x), @fabs(y));
+    const {R} p = m * m, q = n * n, d = p - ({R})1, dp = d - p, s = d + q, sd = s - d;
+    const {R} err = (p - (d - dp)) + (({R})-1 - dp) + (d - (s - sd)) + (q - sd)
+        + @fma(m, m, -p) + @fma(n, n, -q);
+    return hc_mk_{s}(({R})0.5 * @log1p(s + err), @atan2(y, x));
+}}""",
     # log|1 + z| = log1p(2x + x*x + y*y) / 2: exact near 0
     "log1p": """\
 {Q} {C} hc_log1p_{s}({C} a) {{

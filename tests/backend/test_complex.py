@@ -90,6 +90,35 @@ def test_unary_functions_match_numpy(device, each_case, assert_close, dtype):
                 raise AssertionError(f"{op}: {exc}") from None
 
 
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("compiled", [False, True], ids=["", "compiled"])
+def test_logs_near_the_unit_circle_keep_their_digits(device, run_on, monkeypatch, dtype,
+                                                      compiled):
+    """log|z| near |z| = 1 is a result near 0: within a few ulp of it, as NumPy's (which
+    complex64 is checked against in complex128, rounded), where log(|z|) is off by
+    thousands. ``compiled``: cpu:0's Numba kernel even at this size."""
+    skip_without_fp64(device, dtype)
+    if compiled:
+        if str(device.id) != "cpu:0":
+            pytest.skip("only cpu:0 runs small inputs in NumPy instead of a kernel")
+        from hermes_nb.backends.cpu import device as cpu_device
+
+        monkeypatch.setattr(cpu_device, "JIT_MIN_ELEMENTS", 0)
+    rng = np.random.default_rng(7)
+    radius = 1 + rng.choice([-1, 1], 48) * 10.0 ** rng.uniform(-7, -1, 48)
+    z = (radius * np.exp(1j * rng.uniform(-3.1, 3.1, 48))).astype(dtype)
+    z = np.concatenate([z, np.array([0.6 + 0.8j, 1e-3 + 1j, 1 + 0j], dtype)])
+    wide = z.astype(np.complex128)
+    eps = np.finfo(REAL[dtype]).eps
+    for fn, ref in ((hm.log, np.log), (hm.log2, np.log2), (hm.log10, np.log10)):
+        got = run_on(device, lambda t, fn=fn: fn(t), z)
+        expected = ref(wide)
+        scale = np.maximum(np.abs(expected.real), np.finfo(REAL[dtype]).tiny)
+        worst = np.max(np.abs(got.real - expected.real) / scale)
+        assert worst <= 8 * eps, f"{fn.__name__}: real part {worst / eps:.0f} ulp off"
+        np.testing.assert_allclose(got.imag, expected.imag, rtol=4 * eps, atol=0)
+
+
 BINARY = {
     "add": (hm.add, np.add),
     "subtract": (hm.subtract, np.subtract),
