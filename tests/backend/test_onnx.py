@@ -266,3 +266,70 @@ def test_max_pool_index_of_a_nan_window_is_its_first_nan(device: Any) -> None:
     y, i = _run(device, hm.onnx.load(helper.make_model(graph)), [x])
     assert np.isnan(y[0, 0, 0, 0]) and i[0, 0, 0, 0] == 1
     assert i[0, 0].tolist() == [[1, 7], [13, 15]] and y[0, 0, 1].tolist() == [13.0, 15.0]
+
+
+def test_session_replays_what_the_first_run_planned(device: Any) -> None:
+    """The first run per input shapes computes (and is profiled); later ones replay its
+    kernels (no profile), equal to onnxruntime, in writable arrays of their own."""
+    from hermes_nb.runtime.profile import last_profile
+
+    proto = small_cnn(seed=0)
+    ort_session = ort.InferenceSession(proto.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])
+    session = hm.onnx.load(proto).session(str(device.id))
+    for batch in (2, 3):
+        x = np.random.default_rng(batch).normal(size=(batch, 3, 32, 32)).astype(np.float32)
+        (expected,) = ort_session.run(None, {"x": x})
+        (first,) = session.run(None, {"x": x})
+        planned = last_profile()
+        assert {k.device for k in planned.kernels} == {str(device.id)}
+        (again,) = session.run(["probs"], {"x": x})
+        assert last_profile() is planned  # replayed: nothing computed the lazy way
+        for got in (first, again):
+            np.testing.assert_allclose(got, expected, rtol=0, atol=1e-4)
+            assert got.flags.writeable and not np.shares_memory(got, x)
+        again[:] = 0
+        np.testing.assert_allclose(session.run(None, {"x": x})[0], expected, rtol=0, atol=1e-4)
+    assert "2 planned input shape(s)" in repr(session)
+
+
+def test_session_checks_its_arguments() -> None:
+    session = hm.onnx.load(_one_node("Add", inputs=2)).session("cpu:0")
+    a = np.ones((1, 1, 4, 4), np.float32)
+    with pytest.raises(ValueError, match="no output 'z'; its outputs: y"):
+        session.run(["z"], {"x": a, "w": a})
+    with pytest.raises(TypeError, match="missing inputs: w"):
+        session.run(None, {"x": a})
+    with pytest.raises(TypeError, match="expected dtype float32, got float64"):
+        session.run(None, {"x": a, "w": a.astype(np.float64)})
+
+
+def test_a_failing_replay_is_computed_again_and_replanned(
+        device: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from hermes_nb.runtime import replay as replay_mod
+
+    session = hm.onnx.load(_one_node("Relu")).session(str(device.id))
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(1, 1, 4, 4)
+    session.run(None, {"x": x})
+    real = replay_mod._value
+
+    def lost(step: Any, *args: Any) -> Any:
+        if step.spec is not None:
+            raise RuntimeError("device lost")
+        return real(step, *args)
+
+    monkeypatch.setattr(replay_mod, "_value", lost)
+    with caplog.at_level("WARNING", logger="hermes_nb"):
+        (got,) = session.run(None, {"x": x})
+    np.testing.assert_array_equal(got, np.maximum(x, 0))
+    assert "a replayed run failed (RuntimeError: device lost)" in caplog.text
+    monkeypatch.setattr(replay_mod, "_value", real)
+    np.testing.assert_array_equal(session.run(None, {"x": -x})[0], np.maximum(-x, 0))
+
+
+@pytest.mark.parametrize("module", ["hermes_nb.api.onnx_import", "hermes_nb.api.onnx_import.model"])
+def test_doctests(module: str) -> None:
+    import doctest
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

@@ -33,6 +33,11 @@ How operators map
 - Softmax is ``exp(x - max) / sum``; ReduceSum and ReduceMean take their axes as an
   attribute or (from opsets 13 and 18) a known input.
 
+For inference, ``model.session(device)`` is an :class:`Session`: ``run(None, {"x": x})``
+takes and returns NumPy arrays like onnxruntime's ``InferenceSession.run``; the first run
+per input shapes computes the graph as above, later ones replay its kernels with nothing
+re-planned (``runtime/replay.py``).
+
 Inputs that set a shape (Reshape's shape, a reduction's axes) must be known when the graph
 is built: an initializer, a Constant, or a NumPy array given for a graph input. An
 operator, attribute value, dtype or dynamic shape the importer lacks is a
@@ -40,5 +45,6 @@ operator, attribute value, dtype or dynamic shape the importer lacks is a
 """
 
 from hermes_nb.api.onnx_import.model import SUPPORTED, Model, load
+from hermes_nb.api.onnx_import.session import Session
 
-__all__ = ["SUPPORTED", "Model", "load"]
+__all__ = ["SUPPORTED", "Model", "Session", "load"]

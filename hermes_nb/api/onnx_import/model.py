@@ -62,6 +62,25 @@ class Model:
                      (env[name] for name in self.outputs))
         return outs[0] if len(outs) == 1 else outs
 
+    def session(self, device: str | None = None) -> Any:
+        """An inference session of this model (``hm.onnx.Session``): NumPy arrays in and out
+        through ``run(output_names, input_feed)``, planned once per input shapes and then
+        replayed with nothing re-planned; ``device`` pins every kernel there.
+
+        >>> import numpy as np, hermes_nb as hm
+        >>> from onnx import TensorProto, helper
+        >>> graph = helper.make_graph(
+        ...     [helper.make_node("Relu", ["x"], ["y"])], "g",
+        ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+        >>> session = hm.onnx.load(helper.make_model(graph)).session("cpu:0")
+        >>> session.run(None, {"x": np.array([-1.0, 2.0], np.float32)})
+        [array([0., 2.], dtype=float32)]
+        """
+        from hermes_nb.api.onnx_import.session import Session
+
+        return Session(self, device)
+
     def _bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         names = [i.name for i in self.inputs]
         if len(args) > len(names):

@@ -1,0 +1,82 @@
+"""An inference session: a loaded model planned once per input shapes, then replayed.
+
+``session.run(None, {"x": x})`` takes NumPy arrays and returns NumPy arrays of their own
+(writable), as onnxruntime's ``InferenceSession.run`` does. The first run with new input
+shapes (or dtypes) computes the model's graph as a lazy compute would (fusing, placing,
+compiling, calibrating) and keeps a :class:`~hermes_nb.runtime.replay.Replay` of it; later
+runs with those shapes launch the same kernels on the same devices with nothing re-planned,
+which saves the milliseconds a compute spends before and between its kernels. A replay
+that fails (a device lost, a driver crash) is dropped with a warning and the run computed
+again the lazy way, which falls back to another device. A session's replays are not
+profiled (its first run is).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hermes_nb import context
+from hermes_nb.api.creation import asarray
+from hermes_nb.api.tensor import Tensor, compute
+from hermes_nb.logrecords import extra
+from hermes_nb.runtime.replay import Replay, replay_of
+
+if TYPE_CHECKING:
+    from hermes_nb.api.onnx_import.model import Model
+
+log = logging.getLogger("hermes_nb.api")
+_NO_REPLAY = object()  # a graph a replay cannot run: always computed
+
+
+class Session:
+    """``model`` as an inference session on ``device`` (None: where the scheduler places
+    each kernel, decided once per input shapes)."""
+
+    def __init__(self, model: Model, device: str | None = None) -> None:
+        self.model = model
+        self.device = device
+        self._replays: dict[tuple[Any, ...], Any] = {}
+
+    def __repr__(self) -> str:
+        return (f"<hm.onnx.Session {self.model.name!r} on {self.device or 'any device'}; "
+                f"{len(self._replays)} planned input shape(s)>")
+
+    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]
+            ) -> list[np.ndarray]:
+        """The outputs named (``None``: all, in the graph's order) for the inputs in
+        ``input_feed`` (name -> array), as NumPy arrays."""
+        names = list(self.model.outputs) if output_names is None else list(output_names)
+        unknown = [n for n in names if n not in self.model.outputs]
+        if unknown:
+            raise ValueError(f"onnx session: the model has no output {unknown[0]!r}; its "
+                             f"outputs: {', '.join(self.model.outputs)}")
+        bound = self.model._bind((), input_feed)
+        arrays = [np.asarray(v.numpy() if isinstance(v, Tensor) else v) for v in bound.values()]
+        results = dict(zip(self.model.outputs, self._outputs(arrays)))
+        return [results[n] for n in names]
+
+    def _outputs(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        key = tuple((a.shape, a.dtype.str) for a in arrays)
+        replay = self._replays.get(key)
+        if isinstance(replay, Replay):
+            try:
+                return replay.run(arrays)
+            except Exception as exc:  # the lazy compute below retries on another device
+                log.warning("hermes: onnx session %r: a replayed run failed (%s: %s); "
+                            "computing it again and planning anew", self.model.name,
+                            type(exc).__name__, exc, extra=extra(category="fallback"))
+                del self._replays[key]
+        with context.device(self.device) if self.device is not None else nullcontext():
+            inputs = [asarray(a) for a in arrays]
+            outputs = self.model(*inputs)
+            outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+            results = [np.array(t.numpy(), copy=True) for t in compute(*outputs)]
+            if key not in self._replays:
+                made = replay_of([t.node for t in outputs], [t.node for t in inputs])
+                self._replays[key] = _NO_REPLAY if made is None else made
+        return results

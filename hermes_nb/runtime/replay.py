@@ -1,0 +1,121 @@
+"""A planned graph run again on new inputs, kernel after kernel, with nothing re-planned.
+
+A compute of a lazy graph builds its nodes, optimises them (from a template when the graph
+was seen before), places every kernel, makes a Dask graph and records each run: a few
+milliseconds before and between kernels, however small they are. An inference session
+(``hm.onnx``'s) runs one graph many times on inputs of the same shapes: a :class:`Replay`
+keeps what was decided once (the fused kernels, where each runs, constants already on their
+devices). A run uploads the inputs (and the arrays of borrowed constants, which the caller
+may change between runs, as a compute reads them), launches the kernels in order on the
+calling thread through each device's ``execute`` (the kernels a compute runs, on the same
+devices) and brings the outputs back. Runs are not profiled or recorded for the scheduler,
+and nothing is re-placed: the placement is the one the replay was made with.
+
+Graphs that a replay cannot run as they were planned give no replay (:func:`replay_of`
+returns None): split (co-executed) kernels, values held on a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hermes_nb.backends import Device, get_device
+from hermes_nb.context import current_options
+from hermes_nb.ir.node import Node, OpSpec, is_borrowed, toposort
+from hermes_nb.runtime import graph_cache
+from hermes_nb.runtime.cluster_inventory import active_client
+from hermes_nb.runtime.lower import check_integer_powers, has_integer_pow, host_source_value
+from hermes_nb.runtime.placement import place
+from hermes_nb.runtime.resident import Resident
+from hermes_nb.runtime.targets import compile_target
+
+
+@dataclass(frozen=True)
+class _Step:
+    device: Device
+    spec: OpSpec | None  # the kernel; None for a value that is uploaded
+    inputs: tuple[int, ...] = ()  # the steps whose values the kernel reads
+    value: Resident | None = None  # a constant's, uploaded once
+    array: np.ndarray | None = None  # a borrowed constant's array, read at every run
+    feed: int = -1  # the input it takes, or -1
+
+
+@dataclass(frozen=True)
+class Replay:
+    """The kernels of one planned graph, in order, each on its device."""
+
+    steps: tuple[_Step, ...]
+    outputs: tuple[int, ...]  # the steps whose values are the results
+    shapes: tuple[tuple[tuple[int, ...], np.dtype], ...]  # each input's shape and dtype
+
+    @property
+    def kernels(self) -> int:
+        return sum(s.spec is not None for s in self.steps)
+
+    def run(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The outputs for ``arrays`` (shaped as the inputs the replay was made with), as
+        NumPy arrays of their own."""
+        for i, ((shape, dtype), a) in enumerate(zip(self.shapes, arrays)):
+            if a.shape != shape or a.dtype != dtype:
+                raise ValueError(f"replay input {i}: expected {dtype.name}{list(shape)}, got "
+                                 f"{a.dtype.name}{list(a.shape)}")
+        values: list[Resident] = []
+        for step in self.steps:
+            values.append(_value(step, values, arrays))
+        out = []
+        for i in self.outputs:
+            host = values[i].host()
+            if any(np.may_share_memory(host, a) for a in arrays):  # a view of an input
+                host = host.copy()
+            out.append(host)
+        return out
+
+
+def _value(step: _Step, values: list[Resident], arrays: Sequence[np.ndarray]) -> Resident:
+    device, spec = step.device, step.spec
+    if spec is None:
+        if step.value is not None:
+            return step.value
+        array = arrays[step.feed] if step.feed >= 0 else step.array
+        return Resident(device.id, device.run(device.from_host, array))
+    inputs = tuple(values[i] for i in step.inputs)
+    if has_integer_pow(spec):
+        check_integer_powers(spec, inputs)
+    buffers = [r.on(device.id) for r in inputs]
+    return Resident(device.id, device.run(device.execute, spec, buffers))
+
+
+def replay_of(outputs: Sequence[Node], inputs: Sequence[Node]) -> Replay | None:
+    """A replay of the graph behind ``outputs`` whose ``inputs`` (leaves of the graph, such
+    as borrowed constants) take new arrays at each run; placed now, as a compute would
+    place it. None where the graph cannot be replayed as planned."""
+    if active_client() is not None:
+        return None
+    optimized = graph_cache.optimized(list(outputs), compile_target(), current_options())
+    placed = place(optimized)
+    feeds = {id(n): i for i, n in enumerate(inputs)}
+    slots: dict[int, int] = {}
+    steps: list[_Step] = []
+    for node in toposort(optimized):
+        where = placed[id(node)]
+        if where.tiles or node.op == "buffer":
+            return None
+        device = get_device(where.device)
+        if id(node) in feeds:
+            step = _Step(device, None, feed=feeds[id(node)])
+        elif is_borrowed(node):  # the caller's array, which may change between runs
+            step = _Step(device, None, array=node.attrs["value"])
+        elif node.op in ("constant", "random"):
+            spec = OpSpec.of(node, device.id)
+            value = Resident(device.id, device.run(device.from_host, host_source_value(spec)))
+            step = _Step(device, None, value=value)
+        else:
+            step = _Step(device, OpSpec.of(node, device.id),
+                         tuple(slots[id(i)] for i in node.inputs))
+        slots[id(node)] = len(steps)
+        steps.append(step)
+    return Replay(tuple(steps), tuple(slots[id(n)] for n in optimized),
+                  tuple((tuple(n.shape), n.dtype) for n in inputs))

@@ -1,0 +1,52 @@
+"""Replays of planned graphs (``runtime/replay.py``) on every device: the kernels a compute
+runs, new inputs at each run, borrowed constants read again, results of their own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hermes_nb as hm
+from hermes_nb.runtime.replay import replay_of
+
+
+def test_a_replay_computes_what_a_compute_does(device: Any) -> None:
+    x = np.random.default_rng(0).random((64, 48), dtype=np.float32)
+    with hm.device(device):
+        t = hm.asarray(x)
+        out = (hm.exp(t) * 2.0 + hm.sum(t, axis=0)) @ hm.asarray(np.eye(48, dtype=np.float32))
+    expected = out.numpy()
+    with hm.device(device):
+        replay = replay_of([out.node], [t.node])
+    assert replay is not None and replay.kernels >= 2
+    (got,) = replay.run([x])
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    y = x[::-1].copy()
+    (other,) = replay.run([y])
+    np.testing.assert_allclose(other, (np.exp(y) * 2 + y.sum(axis=0)), rtol=1e-5)
+
+
+def test_a_borrowed_constant_is_read_at_every_run(device: Any) -> None:
+    """A constant made from the caller's array without a copy reads it again, as a compute
+    would; an input shaped otherwise than the replay's is refused."""
+    x, scale = np.ones(8, np.float32), np.full(8, 2.0, np.float32)
+    with hm.device(device):
+        t = hm.asarray(x)
+        out = t * hm.asarray(scale)
+        replay = replay_of([out.node], [t.node])
+    assert replay.run([x])[0].tolist() == [2.0] * 8
+    scale[:] = 3.0
+    assert replay.run([x])[0].tolist() == [3.0] * 8
+    with pytest.raises(ValueError, match=r"replay input 0: expected float32\[8\], got float32\[4\]"):
+        replay.run([x[:4]])
+
+
+def test_an_output_that_is_a_view_of_the_input_is_its_own_copy(device: Any) -> None:
+    x = np.arange(12, dtype=np.float32)
+    with hm.device(device):
+        t = hm.asarray(x)
+        replay = replay_of([hm.reshape(t, (3, 4)).node], [t.node])
+    (got,) = replay.run([x])
+    assert got.tolist() == x.reshape(3, 4).tolist() and not np.shares_memory(got, x)
