@@ -80,9 +80,10 @@ def test_without_variable_names_a_run_stores_the_kernels_title(stored) -> None:
 def test_a_hermes_cell_names_its_kernels_after_its_variables(stored, shell, monkeypatch) -> None:
     from hermes_nb.notebook import magic
 
-    monkeypatch.setattr(magic, "display", lambda _obj: None)
-    shell.run_cell("%%hermes --device cpu:0\nimport numpy as np\n"
-                   "edges = hm.exp(hm.asarray(np.ones(16, dtype=np.float32)) * 2.0) + 1.0")
+    monkeypatch.setattr(magic, "display", lambda *objs, **kw: None)
+    assert shell.run_cell("%%hermes --device cpu:0\nimport numpy as np\n"
+                          "edges = hm.exp(hm.asarray(np.ones(16, dtype=np.float32)) * 2.0) + 1.0"
+                          ).success
     np.testing.assert_allclose(shell.user_ns["edges"].numpy(), np.exp(2.0) + 1.0, rtol=1e-6)
     stored.flush()
     assert [r.name for r in stored.runs()] == ["edges: multiply+exp+add"]

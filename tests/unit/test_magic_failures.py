@@ -86,7 +86,7 @@ def test_directly_called_magic_raises_the_users_error(shell: InteractiveShell) -
 @pytest.mark.parametrize("option", ["$where", '"{where}"', "{where.strip()}"])
 def test_variables_in_options_are_expanded(shell: InteractiveShell,
                                            monkeypatch: pytest.MonkeyPatch, option: str) -> None:
-    monkeypatch.setattr(magic, "display", lambda *a: None)
+    monkeypatch.setattr(magic, "display", lambda *a, **kw: None)
     shell.user_ns["where"] = "cpu:0"
     result = shell.run_cell(f"%%hermes --device {option}\nt = hm.ones((2,)) + 1")
     assert result.success
@@ -114,7 +114,7 @@ PIECES = ["--device", "--policy", "--trace", "--no-fuse", "--explain", "--profil
 def test_fuzzed_options_answer_fast_in_one_line(shell: InteractiveShell,
                                                 monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(magic, "display", lambda *a: None)
+    monkeypatch.setattr(magic, "display", lambda *a, **kw: None)
     magic._widgets_available()  # imports, once
     hm.devices()  # discovery, once
     rng = random.Random(10)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,9 +26,6 @@ from hermes_nb.api.tensor import Tensor, compute
 from hermes_nb.logrecords import extra
 from hermes_nb.runtime.replay import Replay, replay_of
 
-if TYPE_CHECKING:
-    from hermes_nb.api.onnx_import.model import Model
-
 log = logging.getLogger("hermes_nb.api")
 _NO_REPLAY = object()  # a graph a replay cannot run: always computed
 
@@ -37,7 +34,7 @@ class Session:
     """``model`` as an inference session on ``device`` (None: where the scheduler places
     each kernel, decided once per input shapes)."""
 
-    def __init__(self, model: Model, device: str | None = None) -> None:
+    def __init__(self, model: Any, device: str | None = None) -> None:  # an hm.onnx.Model
         self.model = model
         self.device = device
         self._replays: dict[tuple[Any, ...], Any] = {}
