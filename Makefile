@@ -29,8 +29,9 @@ lint: env
 	$(BIN)/lint-imports
 
 # then the device suite on reference:0, a NumPy-only plug-in backend (tests/plugins): ~15 s
+# one pytest worker per core, each test file whole in one of them (its fixtures built once)
 test: env lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile
 	HERMES_TEST_DEVICES=reference $(BIN)/python -m pytest tests/backend
 
 # reinstalled only when pyproject.toml changes (the install is editable: code changes need none)
