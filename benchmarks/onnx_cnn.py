@@ -12,8 +12,8 @@ pool a reduction, Gemm a ``fused_matmul``, Softmax three, and reshapes). Two Her
 are timed: ``session.run`` (``model.session(device)``: NumPy in and out like onnxruntime's
 ``InferenceSession.run``, the kernels planned once and replayed) and the lazy
 ``model(x).numpy()``, which builds, plans, places and schedules the graph on every run; its
-kernels' own time is printed too. The three are timed in interleaved rounds. The
-machine's CPU and vector extensions are printed first.
+kernels' own time is printed too. The three are timed in interleaved rounds of a block of
+runs each. The machine's CPU and vector extensions are printed first.
 """
 
 from __future__ import annotations
@@ -68,6 +68,10 @@ def small_cnn(seed: int = 0, channels: int = 3, classes: int = 10) -> Any:
                              ir_version=8)
 
 
+#: rounds of a block of runs of each candidate
+ROUNDS = 6
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30)
@@ -117,15 +121,21 @@ def _compare(hm: Any, model: Any, session: Any, batch: int, repeat: int, device:
 
     runs = {"lazy": hermes_timed, "session": session_run, "ort": ort_run}
     times: dict[str, list[float]] = {name: [] for name in runs}
-    for i in range(repeat):  # interleaved, the order turning each round
+    # rounds of a block of runs each, the order turning each round: a block, not single runs
+    # in turn, since each runtime's threads spin for a while after a run (onnxruntime's pool,
+    # the OpenMP threads of Numba's kernels) and would slow the other's next run
+    block = max(1, repeat // ROUNDS)
+    for i in range(ROUNDS):
         for name, fn in (list(runs.items()) if i % 2 else list(runs.items())[::-1]):
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
+            fn()  # the first run after the other runtime's, not timed
+            for _ in range(block):
+                start = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - start)
     lazy_s, session_s, ort_s = (statistics.median(times[n]) for n in runs)
     kernels_s = statistics.median(kernel_times)
-    print(f"small CNN, batch {batch}, 3x32x32 float32, medians of {repeat} interleaved rounds "
-          f"(max |hermes - onnxruntime| = {err:.1e})")
+    print(f"small CNN, batch {batch}, 3x32x32 float32, medians of {ROUNDS * block} runs in "
+          f"{ROUNDS} interleaved rounds (max |hermes - onnxruntime| = {err:.1e})")
     print(f"  hermes session {device}:  {session_s * 1e3:8.3f} ms  (session.run: the planned "
           "kernels replayed)")
     print(f"  onnxruntime CPU:        {ort_s * 1e3:8.3f} ms")
