@@ -53,6 +53,9 @@ class WindowShape:
     strides: tuple[int, int]
     dilations: tuple[int, int]
     dtype: str
+    #: a conv's output channels per job, each tap read once for all of them (it divides the
+    #: channels of a group)
+    channels: int = 1
 
     @property
     def phases(self) -> int:
@@ -88,12 +91,20 @@ def _tap_offset(shape: WindowShape, kh: int | str, kw: int) -> str:
     return f"base + {(rh % sh) * sw + (kw * dw) % sw} * G + {rh // sh} * Wq + {(kw * dw) // sw}"
 
 
-def _tap_sum(taps: list[int]) -> str:
+def _tap_sum(taps: list[int], channel: int | None = None) -> str:
     """``sum(w_t * s_t[i])`` over ``taps`` as a balanced tree of FMAs and adds: a chain of
-    one FMA per tap would make each vector of outputs wait on the previous FMA's latency."""
-    terms = [f"fma_(w{a}, s{a}[i], w{b} * s{b}[i])" for a, b in zip(taps[::2], taps[1::2])]
+    one FMA per tap would make each vector of outputs wait on the previous FMA's latency.
+    With ``channel`` (of a block of output channels), the taps' values are the loaded
+    ``u<t>`` and the weights that channel's ``w<channel>_<t>``."""
+    def w(t: int) -> str:
+        return f"w{t}" if channel is None else f"w{channel}_{t}"
+
+    def v(t: int) -> str:
+        return f"s{t}[i]" if channel is None else f"u{t}"
+
+    terms = [f"fma_({w(a)}, {v(a)}, {w(b)} * {v(b)})" for a, b in zip(taps[::2], taps[1::2])]
     if len(taps) % 2:
-        terms.append(f"w{taps[-1]} * s{taps[-1]}[i]")
+        terms.append(f"{w(taps[-1])} * {v(taps[-1])}")
     while len(terms) > 1:
         terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])] + \
             (terms[-1:] if len(terms) % 2 else [])
@@ -101,18 +112,27 @@ def _tap_sum(taps: list[int]) -> str:
 
 
 def _accumulate(ind: str, shape: WindowShape) -> list[str]:
-    """``acc[i] += sum over the taps`` of one input channel: all of them in one loop up to
-    ``UNROLL_TAPS``, else one loop per kernel row (``r``)."""
+    """``acc<k>[i] += sum over the taps`` of one input channel, for each output channel
+    ``k`` of the job: all taps in one loop up to ``UNROLL_TAPS``, else one loop per kernel
+    row (``r``). With several output channels each tap's value is loaded once for all of
+    them (the accumulators' stores would otherwise make the loop load it again)."""
     kh, kw = shape.kernel
     if kh * kw <= UNROLL_TAPS:
         lines, row, taps = [], "", [(r, c) for r in range(kh) for c in range(kw)]
     else:
         lines, row, taps = [f"{ind}for r in range(KH):"], "    ", [("r", c) for c in range(kw)]
+    block = shape.channels
     for t, (r, c) in enumerate(taps):
         off = _tap_offset(shape, r, c)
-        lines += [f"{ind}{row}s{t} = xq[{off}:{off} + L]", f"{ind}{row}w{t} = w[m, cl, {r}, {c}]"]
-    return [*lines, f"{ind}{row}for i in range(L):",
-            f"{ind}{row}    acc[i] += {_tap_sum(list(range(len(taps))))}"]
+        lines.append(f"{ind}{row}s{t} = xq[{off}:{off} + L]")
+        lines += ([f"{ind}{row}w{t} = w[m0, cl, {r}, {c}]"] if block == 1 else
+                  [f"{ind}{row}w{k}_{t} = w[m0 + {k}, cl, {r}, {c}]" for k in range(block)])
+    every = list(range(len(taps)))
+    lines.append(f"{ind}{row}for i in range(L):")
+    if block == 1:
+        return [*lines, f"{ind}{row}    acc0[i] += {_tap_sum(every)}"]
+    return [*lines, *(f"{ind}{row}    u{t} = s{t}[i]" for t in every),
+            *(f"{ind}{row}    acc{k}[i] += {_tap_sum(every, k)}" for k in range(block))]
 
 
 def _compact(ind: str, epilogue: _Epilogue | None = None, in_place: bool = False) -> list[str]:
@@ -223,11 +243,13 @@ def _prologue(shape: WindowShape) -> list[str]:
         "    for job in prange(N * C):", "        n = job // C", "        c = job - n * C",
         *_scatter("        ", shape),
         "    blocks = (N + NB - 1) // NB",
+        f"    MJ = M // {shape.channels}  # jobs per image block: a block of channels each",
         # the channels of one image block are neighbouring jobs: a thread's share of the
         # jobs reuses each block's scratch from its cache for every channel
-        "    for job in prange(M * blocks):",
-        "        b = job // M", "        ch = job - b * M", "        n0 = b * NB",
-        "        nb = min(NB, N - n0)", "        L = (nb - 1) * S + OH * Wq",
+        "    for job in prange(MJ * blocks):",
+        "        b = job // MJ", f"        m0 = (job - b * MJ) * {shape.channels}",
+        "        n0 = b * NB", "        nb = min(NB, N - n0)",
+        "        L = (nb - 1) * S + OH * Wq",
     ]
 
 
@@ -256,13 +278,16 @@ def render_conv(shape: WindowShape, epilogue: Program | None = None,
               f"def kernel({', '.join(['x, w, out, groups, ph, pw, Hq, Wq, NB', *extra])}):",
               "    M, Cg = w.shape[0], w.shape[1]", "    Mg = M // groups",
               *_prologue(shape),
-              "        m = ch", f"        acc = np.zeros(L, {t})",
-              "        first = (m // Mg) * Cg  # the group's first input channel",
+              f"        accs = np.zeros(({shape.channels}, L), {t})",
+              *(f"        acc{k} = accs[{k}]" for k in range(shape.channels)),
+              "        first = (m0 // Mg) * Cg  # the group's first input channel",
               "        for cl in range(Cg):",
               f"            base = (first + cl) * {shape.phases} * G + n0 * S",
               *_accumulate("            ", shape),
-              *(_compact("        ", epi) if pool is None or epi is None else
-                _pooled("        ", epi, pool)), ""]
+              f"        for mi in range({shape.channels}):",
+              "            ch = m0 + mi", "            acc = accs[mi]",
+              *(_compact("            ", epi) if pool is None or epi is None else
+                _pooled("            ", epi, pool)), ""]
     if pool is not None:  # the convolution's size is an argument, the output is pooled
         at = lines.index("    OH, OW = out.shape[2], out.shape[3]")
         lines[at:at + 1] = ["    OH, OW = COH, COW", "    POH, POW = out.shape[2], out.shape[3]"]

@@ -82,13 +82,25 @@ def _plan(spec: OpSpec) -> _Plan:
     x_shape = (*x_shape[:2], 1, x_shape[-1]) if len(x_shape) == 3 else x_shape
     (sh, sw), (h, w) = g.strides, x_shape[2:]
     core = np.dtype(spec.attrs.get("conv_dtype", spec.dtype))  # the window's own dtype
-    shape = _numba_window().WindowShape(g.kernel, g.strides, g.dilations, core.name)
+    block = _channel_block(spec.in_shapes[1][0] // int(spec.attrs["groups"])) if conv else 1
+    shape = _numba_window().WindowShape(g.kernel, g.strides, g.dilations, core.name, block)
     rank = len(spec.shape)
     planes = tuple(all(d == 1 for d in ((1,) * (rank - len(e)) + tuple(e))[2:])
                    for e in spec.in_shapes[2:])
     return _Plan(shape, g, -(-(h + g.pads[0] + g.pads[2]) // sh),
                  -(-(w + g.pads[1] + g.pads[3]) // sw), spec.attrs.get("epilogue"), planes,
                  _conv_pool(spec.attrs.get("pool"), core))
+
+
+#: output channels one conv job computes at most: each tap is loaded once for all of them
+#: (its loop was bound by loads, one per tap and channel), 4 x 9 weights fit the registers
+CHANNEL_BLOCK = 4
+
+
+def _channel_block(per_group: int) -> int:
+    """The output channels a job computes: the most up to ``CHANNEL_BLOCK`` that divide a
+    group's (a job never spans two groups)."""
+    return next(b for b in range(CHANNEL_BLOCK, 0, -1) if per_group % b == 0)
 
 
 def _two_axes(g: Window) -> Window:
