@@ -140,8 +140,14 @@ def _compact(ind: str, epilogue: _Epilogue | None = None, in_place: bool = False
     ``out[n, ch]``, through the epilogue if any (row slices: the loops vectorise); with
     ``in_place``, the epilogue's results go back into ``acc`` (a joined pool reads them)."""
     setup = [f"{ind}    {line}" for line in epilogue.setup] if epilogue is not None else []
-    head = [f"{ind}for k in range(nb):", f"{ind}    n = n0 + k", f"{ind}    o = out[n, ch]", *setup,
-            f"{ind}    for oh in range(OH):", f"{ind}        a = acc[k * S + oh * Wq:]"]
+    start = [f"{ind}for k in range(nb):", f"{ind}    n = n0 + k", f"{ind}    o = out[n, ch]", *setup]
+    if epilogue is not None and epilogue.flat:  # in place over the whole plane, one loop
+        copy = [] if in_place else [f"{ind}    for oh in range(OH):",
+                                    f"{ind}        o[oh][:] = a[oh * Wq:oh * Wq + OW]"]
+        return [*start, f"{ind}    a = acc[k * S:k * S + OH * Wq]",
+                f"{ind}    for ow in range(OH * Wq):  # the columns past OW too, never read",
+                *(f"{ind}        {line}" for line in epilogue.body), *copy]
+    head = [*start, f"{ind}    for oh in range(OH):", f"{ind}        a = acc[k * S + oh * Wq:]"]
     if epilogue is None:
         return [*head, f"{ind}        o[oh][:] = a[:OW]"]
     return [*head, *([] if in_place else [f"{ind}        orow = o[oh]"]),
@@ -190,6 +196,9 @@ class _Epilogue:
     inputs: list[str]  # its other inputs' array names (after the convolution)
     params: list[str]  # its scalar parameters' names
     module_lines: list[str]  # constants and helper functions
+    #: every other input is one value per plane: the body runs over a plane's whole run
+    #: (``a[ow]`` its flat index), not row by row
+    flat: bool = False
 
 
 def _epilogue(program: Program, planes: tuple[bool, ...], store: str = "orow[ow]") -> _Epilogue:
@@ -217,7 +226,7 @@ def _epilogue(program: Program, planes: tuple[bool, ...], store: str = "orow[ow]
         names[n_in + n_const + q] = f"p{q}"
     body.append(f"{store} = {names[program.outputs[0]]}")
     helpers = [h.rstrip() + "\n" for h in emitter.helpers.values()]
-    return _Epilogue(setup, body, inputs, params, consts + helpers)
+    return _Epilogue(setup, body, inputs, params, consts + helpers, store == "a[ow]" and all(planes))
 
 
 @functools.lru_cache(maxsize=256)
@@ -264,7 +273,8 @@ def render_conv(shape: WindowShape, epilogue: Program | None = None,
     epilogue), ``out`` is the pooled result and the convolution's size follows ``NB``:
     ``kernel(x, w, out, groups, ph, pw, Hq, Wq, NB, COH, COW, *others, *params)``."""
     t = f"np.{shape.dtype}"
-    store = "a[ow]" if pool is not None else "orow[ow]"
+    # in place in the accumulator (then copied or pooled from there), or straight to a row
+    store = "a[ow]" if pool is not None or all(planes) else "orow[ow]"
     epi = _epilogue(epilogue, planes, store) if epilogue is not None else None
     extra = [*epi.inputs, *epi.params] if epi is not None else []
     if pool is not None:
