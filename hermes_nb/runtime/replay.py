@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -38,9 +39,11 @@ class _Step:
     device: Device
     spec: OpSpec | None  # the kernel; None for a value that is uploaded
     inputs: tuple[int, ...] = ()  # the steps whose values the kernel reads
-    value: Resident | None = None  # a constant's, uploaded once
+    value: Any = None  # a constant's buffer, uploaded once
     array: np.ndarray | None = None  # a borrowed constant's array, read at every run
     feed: int = -1  # the input it takes, or -1
+    checked: bool = False  # an integer power: negative exponents raise, as in a compute
+    sources: tuple[str, ...] = ()  # the device each input is computed on
 
 
 @dataclass(frozen=True)
@@ -62,36 +65,40 @@ class Replay:
             if a.shape != shape or a.dtype != dtype:
                 raise ValueError(f"replay input {i}: expected {dtype.name}{list(shape)}, got "
                                  f"{a.dtype.name}{list(a.shape)}")
-        values: list[Resident] = []
+        values: list[Any] = []  # each step's buffer, on its step's device
         for step in self.steps:
             values.append(_value(step, values, arrays))
         out = []
         for i in self.outputs:
-            host = values[i].host()
+            device = self.steps[i].device
+            host = device.run(device.to_host, values[i])
             if any(np.may_share_memory(host, a) for a in arrays):  # a view of an input
                 host = host.copy()
             out.append(host)
         return out
 
 
-def _value(step: _Step, values: list[Resident], arrays: Sequence[np.ndarray]) -> Resident:
+def _value(step: _Step, values: list[Any], arrays: Sequence[np.ndarray]) -> Any:
     device, spec = step.device, step.spec
     if spec is None:
         if step.value is not None:
             return step.value
-        array = arrays[step.feed] if step.feed >= 0 else step.array
-        return Resident(device.id, device.run(device.from_host, array))
-    inputs = tuple(values[i] for i in step.inputs)
-    if has_integer_pow(spec):
-        check_integer_powers(spec, inputs)
-    buffers = [r.on(device.id) for r in inputs]
-    return Resident(device.id, device.run(device.execute, spec, buffers))
+        return device.run(device.from_host, arrays[step.feed] if step.feed >= 0 else step.array)
+    buffers = [values[i] for i in step.inputs]
+    if step.checked:
+        check_integer_powers(spec, tuple(map(Resident, step.sources, buffers)))
+    here = device.id
+    moved = [b if d == here else Resident(d, b).on(here) for d, b in zip(step.sources, buffers)]
+    return device.run(device.execute, spec, moved)
 
 
-def replay_of(outputs: Sequence[Node], inputs: Sequence[Node]) -> Replay | None:
+def replay_of(outputs: Sequence[Node], inputs: Sequence[Node],
+              fixed: Sequence[np.ndarray] = ()) -> Replay | None:
     """A replay of the graph behind ``outputs`` whose ``inputs`` (leaves of the graph, such
     as borrowed constants) take new arrays at each run; placed now, as a compute would
-    place it. None where the graph cannot be replayed as planned."""
+    place it. Borrowed constants are read again at each run, except those of the ``fixed``
+    arrays (which their owner never changes: a model's weights), uploaded once. None where
+    the graph cannot be replayed as planned."""
     if active_client() is not None:
         return None
     optimized = graph_cache.optimized(list(outputs), compile_target(), current_options())
@@ -106,16 +113,21 @@ def replay_of(outputs: Sequence[Node], inputs: Sequence[Node]) -> Replay | None:
         device = get_device(where.device)
         if id(node) in feeds:
             step = _Step(device, None, feed=feeds[id(node)])
-        elif is_borrowed(node):  # the caller's array, which may change between runs
-            step = _Step(device, None, array=node.attrs["value"])
+        elif is_borrowed(node) and not _fixed(node.attrs["value"], fixed):
+            step = _Step(device, None, array=node.attrs["value"])  # the caller may change it
         elif node.op in ("constant", "random"):
             spec = OpSpec.of(node, device.id)
-            value = Resident(device.id, device.run(device.from_host, host_source_value(spec)))
-            step = _Step(device, None, value=value)
+            step = _Step(device, None, value=device.run(device.from_host, host_source_value(spec)))
         else:
-            step = _Step(device, OpSpec.of(node, device.id),
-                         tuple(slots[id(i)] for i in node.inputs))
+            spec = OpSpec.of(node, device.id)
+            ins = tuple(slots[id(i)] for i in node.inputs)
+            step = _Step(device, spec, ins, checked=has_integer_pow(spec),
+                         sources=tuple(steps[i].device.id for i in ins))
         slots[id(node)] = len(steps)
         steps.append(step)
     return Replay(tuple(steps), tuple(slots[id(n)] for n in optimized),
                   tuple((tuple(n.shape), n.dtype) for n in inputs))
+
+
+def _fixed(value: Any, fixed: Sequence[np.ndarray]) -> bool:
+    return any(value is a or getattr(value, "base", None) is a for a in fixed)

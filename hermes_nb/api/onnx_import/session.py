@@ -74,6 +74,7 @@ class Session:
             outputs = outputs if isinstance(outputs, tuple) else (outputs,)
             results = [np.array(t.numpy(), copy=True) for t in compute(*outputs)]
             if key not in self._replays:
-                made = replay_of([t.node for t in outputs], [t.node for t in inputs])
+                made = replay_of([t.node for t in outputs], [t.node for t in inputs],
+                                 fixed=tuple(self.model.initializers.values()))
                 self._replays[key] = _NO_REPLAY if made is None else made
         return results
