@@ -248,7 +248,6 @@ def _prologue(shape: WindowShape) -> list[str]:
         "    N, C, H, W = x.shape", "    OH, OW = out.shape[2], out.shape[3]",
         "    S = Hq * Wq + Wq  # one phase of one image, with a row of slack",
         "    G = N * S  # one phase of every image", f"    KH = {shape.kernel[0]}",
-        f"    xq = np.zeros(C * {shape.phases} * G + S, np.{shape.dtype})",
         "    for job in prange(N * C):", "        n = job // C", "        c = job - n * C",
         *_scatter("        ", shape),
         "    blocks = (N + NB - 1) // NB",
@@ -265,13 +264,23 @@ def _prologue(shape: WindowShape) -> list[str]:
 _CODEGEN_HASH = codegen_hash(__file__, numba_cpu.__file__)
 
 
+def scratch_size(shape: WindowShape, channels: int, images: int, hq: int, wq: int) -> int:
+    """The elements of a conv kernel's scratch copy ``xq``: every channel's phases of every
+    image, ``hq * wq`` each with a row of slack, and one image's more at the end."""
+    per_image = hq * wq + wq
+    return channels * shape.phases * images * per_image + per_image
+
+
 def render_conv(shape: WindowShape, epilogue: Program | None = None,
                 planes: tuple[bool, ...] = (), pool: ConvPool | None = None) -> str:
-    """``kernel(x, w, out, groups, ph, pw, Hq, Wq, NB, *others, *params)``: out (N, M, OH,
+    """``kernel(x, w, out, xq, groups, ph, pw, Hq, Wq, NB, *others, *params)``: out (N, M, OH,
     OW) = conv(x, w), through ``epilogue`` (its other inputs and parameters follow) if any;
     ``planes`` says which of those inputs hold one value per plane. With ``pool`` (and an
     epilogue), ``out`` is the pooled result and the convolution's size follows ``NB``:
-    ``kernel(x, w, out, groups, ph, pw, Hq, Wq, NB, COH, COW, *others, *params)``."""
+    ``kernel(x, w, out, xq, groups, ph, pw, Hq, Wq, NB, COH, COW, *others, *params)``.
+    ``xq`` is the padded scratch copy of ``x`` (``scratch_size`` elements), zero where the
+    padding is: the kernel writes only the input's positions, so a scratch kept for a layer
+    stays zero there from one run to the next."""
     t = f"np.{shape.dtype}"
     # in place in the accumulator (then copied or pooled from there), or straight to a row
     store = "a[ow]" if pool is not None or all(planes) else "orow[ow]"
@@ -285,7 +294,7 @@ def render_conv(shape: WindowShape, epilogue: Program | None = None,
     lines += [*(epi.module_lines if epi is not None else []),
               '@njit(parallel=True, cache=True, boundscheck=False, nogil=True, '
               'error_model="numpy")',
-              f"def kernel({', '.join(['x, w, out, groups, ph, pw, Hq, Wq, NB', *extra])}):",
+              f"def kernel({', '.join(['x, w, out, xq, groups, ph, pw, Hq, Wq, NB', *extra])}):",
               "    M, Cg = w.shape[0], w.shape[1]", "    Mg = M // groups",
               *_prologue(shape),
               f"        accs = np.zeros(({shape.channels}, L), {t})",

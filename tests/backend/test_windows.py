@@ -80,6 +80,24 @@ def test_conv_matches_torch(device: Any, generated: None, case: str) -> None:
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
+def test_a_layer_run_again_reads_only_its_new_input(device: Any, generated: None) -> None:
+    """cpu:0 keeps each layer's padded scratch copy for its next run: a second run with
+    other values (and another layer in between) still sees zeros where the padding is."""
+    x_shape, w_shape, strides, pads, dilations, groups = CONV_CASES["grouped strided dilated"]
+    rng = np.random.default_rng(4)
+    w = rng.normal(size=w_shape).astype(np.float32)
+    for _ in range(2):
+        for scale in (1.0, -3.0):
+            x = (scale * rng.normal(size=x_shape) + 10).astype(np.float32)  # no zero near
+            with hm.device(device):
+                got = conv(x, w, strides, pads, dilations, groups).numpy()
+            np.testing.assert_allclose(got, _torch_conv(x, w, strides, pads, dilations, groups),
+                                       rtol=1e-5, atol=1e-4)
+        other = rng.normal(size=(2, 8, 12, 12)).astype(np.float32)  # another layout between
+        with hm.device(device):
+            conv(other, w, strides, pads, dilations, groups).numpy()
+
+
 def test_conv_float64(device: Any, generated: None) -> None:
     if not device.fp64:
         pytest.skip(f"{device.id} has no fp64")
@@ -183,7 +201,7 @@ def test_explain_shows_the_window_kernels_cpu_builds(generated: None) -> None:
         y_plan, z_plan = y.explain(), z.explain()
     (fused,), (alone,) = y_plan.kernels, z_plan.kernels
     assert fused.ops == ("conv", "add", "relu", "pool")
-    assert "def kernel(x, w, out, groups" in fused.source and "fma_(" in fused.source
+    assert "def kernel(x, w, out, xq, groups" in fused.source and "fma_(" in fused.source
     assert "max pool" in fused.source and "POH, POW = out.shape[2], out.shape[3]" in fused.source
     assert "def kernel(x, out, ph, pw)" in alone.source
     np.testing.assert_array_equal(y.numpy(), np.full((2, 4, 6, 6), 28.0, np.float32))

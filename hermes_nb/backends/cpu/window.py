@@ -5,8 +5,11 @@ epilogue (and its joined pool) as it writes the result, so it is written once.""
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,9 +148,49 @@ def _launch(spec: OpSpec, inputs: Sequence[Any], out: np.ndarray) -> None:
     weights = np.ascontiguousarray(inputs[1]).reshape(out.shape[1], -1, *g.kernel)
     params = plan.epilogue.arguments() if plan.epilogue is not None else ()
     sizes = (math.prod(conv_shape[2:-1]), conv_shape[-1]) if plan.pool is not None else ()
-    _conv_kernel(plan, out.dtype.name)(
-        x, weights, out, int(spec.attrs["groups"]), g.pads[0], g.pads[1], plan.hq, plan.wq,
-        _block(plan.hq, plan.wq), *sizes, *others, *params)
+    layout = (plan.shape, x.shape, g.pads[0], g.pads[1], plan.hq, plan.wq)
+    with _scratch(layout) as xq:
+        _conv_kernel(plan, out.dtype.name)(
+            x, weights, out, xq, int(spec.attrs["groups"]), g.pads[0], g.pads[1], plan.hq,
+            plan.wq, _block(plan.hq, plan.wq), *sizes, *others, *params)
+
+
+#: scratch copies kept, of the layers run last (each its input's size, padded), and the
+#: most bytes they may hold together
+SCRATCH_KEPT = 8
+SCRATCH_BYTES = 256 << 20
+_scratches: OrderedDict[tuple[Any, ...], list[np.ndarray]] = OrderedDict()
+_scratch_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _scratch(layout: tuple[Any, ...]) -> Iterator[np.ndarray]:
+    """A conv kernel's padded scratch copy for ``layout`` (window shape, input shape, pads,
+    phase sizes), zero where the padding is. One is kept per layout and reused: the kernel
+    writes only the input's positions, the same ones at every run, so the padding stays
+    zero and neither the zeroing nor the fresh pages are paid again. A second call while
+    one is in use gets its own."""
+    shape, x_shape, _, _, hq, wq = layout
+    with _scratch_lock:
+        free = _scratches.pop(layout, [])
+        xq = free.pop() if free else None
+        if free:
+            _scratches[layout] = free
+    if xq is None:
+        xq = np.zeros(_numba_window().scratch_size(shape, x_shape[1], x_shape[0], hq, wq),
+                      shape.dtype)
+    try:
+        yield xq
+    finally:
+        with _scratch_lock:
+            _scratches.setdefault(layout, []).append(xq)
+            _scratches.move_to_end(layout)
+            while len(_scratches) > SCRATCH_KEPT or _kept_bytes() > SCRATCH_BYTES:
+                _scratches.popitem(last=False)
+
+
+def _kept_bytes() -> int:
+    return sum(a.nbytes for kept in _scratches.values() for a in kept)
 
 
 #: elements a job's run covers at most: its accumulator stays in the core's L1/L2 cache
@@ -169,7 +212,9 @@ def _conv_kernel(plan: _Plan, out_dtype: str) -> Any:
 
         array = _array_type(shape.dtype)
         ints = 6 + (2 if plan.pool is not None else 0)
-        signature = [array(True), array(True), _array_type(out_dtype)(False), *_INTS(ints)]
+        scratch = types.Array(numba.from_dtype(np.dtype(shape.dtype)), 1, "C")
+        signature = [array(True), array(True), _array_type(out_dtype)(False), scratch,
+                     *_INTS(ints)]
         if template is not None:
             signature += [types.Array(numba.from_dtype(np.dtype(d)), 4, "A", readonly=True)
                           for d in template.input_dtypes[1:]]
