@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -191,6 +192,16 @@ def _scratch(layout: tuple[Any, ...]) -> Iterator[np.ndarray]:
 
 def _kept_bytes() -> int:
     return sum(a.nbytes for kept in _scratches.values() for a in kept)
+
+
+def _forget_scratches() -> None:
+    """In a forked child: a new lock (a thread of the parent's may have held the old one)."""
+    global _scratch_lock
+    _scratch_lock = threading.Lock()
+    _scratches.clear()
+
+
+os.register_at_fork(after_in_child=_forget_scratches)
 
 
 #: elements a job's run covers at most: its accumulator stays in the core's L1/L2 cache
