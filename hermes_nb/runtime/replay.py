@@ -8,7 +8,8 @@ keeps what was decided once (the fused kernels, where each runs, constants alrea
 devices). A run uploads the inputs (and the arrays of borrowed constants, which the caller
 may change between runs, as a compute reads them), launches the kernels in order on the
 calling thread through each device's ``execute`` (the kernels a compute runs, on the same
-devices) and brings the outputs back. Runs are not profiled or recorded for the scheduler,
+devices; a replay on one device is handed to it once, as one unit of its load) and brings
+the outputs back. Runs are not profiled or recorded for the scheduler,
 and nothing is re-placed: the placement is the one the replay was made with.
 
 Graphs that a replay cannot run as they were planned give no replay (:func:`replay_of`
@@ -65,31 +66,48 @@ class Replay:
             if a.shape != shape or a.dtype != dtype:
                 raise ValueError(f"replay input {i}: expected {dtype.name}{list(shape)}, got "
                                  f"{a.dtype.name}{list(a.shape)}")
+        devices = {s.device for s in self.steps}
+        if len(devices) == 1:  # one hand-over to the device for the whole run, not per step
+            (device,) = devices
+            return device.run(self._run, arrays, _direct)
+        return self._run(arrays, _on_its_device)
+
+    def _run(self, arrays: Sequence[np.ndarray], call: Any) -> list[np.ndarray]:
         values: list[Any] = []  # each step's buffer, on its step's device
         for step in self.steps:
-            values.append(_value(step, values, arrays))
+            values.append(_value(step, values, arrays, call))
         out = []
         for i in self.outputs:
             device = self.steps[i].device
-            host = device.run(device.to_host, values[i])
+            host = call(device, device.to_host, values[i])
             if any(np.may_share_memory(host, a) for a in arrays):  # a view of an input
                 host = host.copy()
             out.append(host)
         return out
 
 
-def _value(step: _Step, values: list[Any], arrays: Sequence[np.ndarray]) -> Any:
+def _direct(device: Device, fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` where the run is on ``device`` already."""
+    return fn(*args)
+
+
+def _on_its_device(device: Device, fn: Any, *args: Any) -> Any:
+    return device.run(fn, *args)
+
+
+def _value(step: _Step, values: list[Any], arrays: Sequence[np.ndarray], call: Any) -> Any:
     device, spec = step.device, step.spec
     if spec is None:
         if step.value is not None:
             return step.value
-        return device.run(device.from_host, arrays[step.feed] if step.feed >= 0 else step.array)
+        return call(device, device.from_host,
+                    arrays[step.feed] if step.feed >= 0 else step.array)
     buffers = [values[i] for i in step.inputs]
     if step.checked:
         check_integer_powers(spec, tuple(map(Resident, step.sources, buffers)))
     here = device.id
     moved = [b if d == here else Resident(d, b).on(here) for d, b in zip(step.sources, buffers)]
-    return device.run(device.execute, spec, moved)
+    return call(device, device.execute, spec, moved)
 
 
 def replay_of(outputs: Sequence[Node], inputs: Sequence[Node],
