@@ -69,12 +69,10 @@ class Model:
 
         >>> import numpy as np, hermes_nb as hm
         >>> from onnx import TensorProto, helper
-        >>> graph = helper.make_graph(
-        ...     [helper.make_node("Relu", ["x"], ["y"])], "g",
-        ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-        ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-        >>> session = hm.onnx.load(helper.make_model(graph)).session("cpu:0")
-        >>> session.run(None, {"x": np.array([-1.0, 2.0], np.float32)})
+        >>> x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in "xy")
+        >>> relu = helper.make_node("Relu", ["x"], ["y"])
+        >>> model = hm.onnx.load(helper.make_model(helper.make_graph([relu], "g", [x], [y])))
+        >>> model.session("cpu:0").run(None, {"x": np.array([-1.0, 2.0], np.float32)})
         [array([0., 2.], dtype=float32)]
         """
         from hermes_nb.api.onnx_import.session import Session
