@@ -9,11 +9,11 @@ devices). A run uploads the inputs (and the arrays of borrowed constants, which 
 may change between runs, as a compute reads them), launches the kernels in order on the
 calling thread through each device's ``execute`` (the kernels a compute runs, on the same
 devices; a replay on one device is handed to it once, as one unit of its load) and brings
-the outputs back. Runs are not profiled or recorded for the scheduler,
-and nothing is re-placed: the placement is the one the replay was made with.
+the outputs back. Runs are not profiled or recorded for the scheduler, and nothing is
+re-placed: the placement is the one the replay was made with.
 
 Graphs that a replay cannot run as they were planned give no replay (:func:`replay_of`
-returns None): split (co-executed) kernels, values held on a cluster.
+returns None): split (co-executed) kernels, values held on a cluster's workers.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from hermes_nb.runtime import graph_cache
 from hermes_nb.runtime.cluster_inventory import active_client
 from hermes_nb.runtime.lower import check_integer_powers, has_integer_pow, host_source_value
 from hermes_nb.runtime.placement import place
+from hermes_nb.runtime.remote import is_remote
 from hermes_nb.runtime.resident import Resident
 from hermes_nb.runtime.targets import compile_target
 
@@ -126,10 +127,12 @@ def replay_of(outputs: Sequence[Node], inputs: Sequence[Node],
     steps: list[_Step] = []
     for node in toposort(optimized):
         where = placed[id(node)]
-        if where.tiles or node.op == "buffer":
+        if where.tiles or (node.op == "buffer" and is_remote(node.attrs["handle"])):
             return None
         device = get_device(where.device)
-        if id(node) in feeds:
+        if node.op == "buffer":  # a computed tensor's value, where it lives
+            step = _Step(device, None, value=node.attrs["handle"].on(device.id))
+        elif id(node) in feeds:
             step = _Step(device, None, feed=feeds[id(node)])
         elif is_borrowed(node) and not _fixed(node.attrs["value"], fixed):
             step = _Step(device, None, array=node.attrs["value"])  # the caller may change it

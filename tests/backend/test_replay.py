@@ -50,3 +50,14 @@ def test_an_output_that_is_a_view_of_the_input_is_its_own_copy(device: Any) -> N
         replay = replay_of([hm.reshape(t, (3, 4)).node], [t.node])
     (got,) = replay.run([x])
     assert got.tolist() == x.reshape(3, 4).tolist() and not np.shares_memory(got, x)
+
+
+def test_a_computed_tensor_in_the_graph_is_read_where_it_lives(device: Any) -> None:
+    x = np.arange(6, dtype=np.float32)
+    with hm.device(device):
+        (kept,) = hm.compute(hm.asarray(x) * 3.0)
+        t = hm.asarray(x)
+        replay = replay_of([(t + kept).node], [t.node])
+    assert replay is not None
+    assert replay.run([x])[0].tolist() == (4 * x).tolist()
+    assert replay.run([x + 1])[0].tolist() == (4 * x + 1).tolist()
