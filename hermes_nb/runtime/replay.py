@@ -6,11 +6,11 @@ milliseconds before and between kernels, however small they are. An inference se
 (``hm.onnx``'s) runs one graph many times on inputs of the same shapes: a :class:`Replay`
 keeps what was decided once (the fused kernels, where each runs, constants already on their
 devices). A run uploads the inputs (and the arrays of borrowed constants, which the caller
-may change between runs, as a compute reads them), launches the kernels in order on the
-calling thread through each device's ``execute`` (the kernels a compute runs, on the same
-devices; a replay on one device is handed to it once, as one unit of its load) and brings
-the outputs back. Runs are not profiled or recorded for the scheduler, and nothing is
-re-placed: the placement is the one the replay was made with.
+may change between runs, as a compute reads them, unless the graph's builder owns them),
+launches the kernels in order on the calling thread through each device's ``execute`` (the
+kernels a compute runs, on the same devices; a replay on one device is handed to it once,
+as one unit of its load) and brings the outputs back. Runs are not profiled or recorded for
+the scheduler, and nothing is re-placed: the placement is the one the replay was made with.
 
 Graphs that a replay cannot run as they were planned give no replay (:func:`replay_of`
 returns None): split (co-executed) kernels, values held on a cluster's workers.
@@ -111,13 +111,14 @@ def _value(step: _Step, values: list[Any], arrays: Sequence[np.ndarray], call: A
     return call(device, device.execute, spec, moved)
 
 
-def replay_of(outputs: Sequence[Node], inputs: Sequence[Node],
-              fixed: Sequence[np.ndarray] = ()) -> Replay | None:
+def replay_of(outputs: Sequence[Node], inputs: Sequence[Node], *, owned: bool = False
+              ) -> Replay | None:
     """A replay of the graph behind ``outputs`` whose ``inputs`` (leaves of the graph, such
     as borrowed constants) take new arrays at each run; placed now, as a compute would
-    place it. Borrowed constants are read again at each run, except those of the ``fixed``
-    arrays (which their owner never changes: a model's weights), uploaded once. None where
-    the graph cannot be replayed as planned."""
+    place it. The graph's other borrowed constants are read again at each run, unless
+    ``owned``: their arrays are the graph builder's own, which nothing changes (a model's
+    weights and what was derived from them), uploaded once. None where the graph cannot
+    be replayed as planned."""
     if active_client() is not None:
         return None
     optimized = graph_cache.optimized(list(outputs), compile_target(), current_options())
@@ -134,7 +135,7 @@ def replay_of(outputs: Sequence[Node], inputs: Sequence[Node],
             step = _Step(device, None, value=node.attrs["handle"].on(device.id))
         elif id(node) in feeds:
             step = _Step(device, None, feed=feeds[id(node)])
-        elif is_borrowed(node) and not _fixed(node.attrs["value"], fixed):
+        elif is_borrowed(node) and not owned:
             step = _Step(device, None, array=node.attrs["value"])  # the caller may change it
         elif node.op in ("constant", "random"):
             spec = OpSpec.of(node, device.id)
@@ -148,7 +149,3 @@ def replay_of(outputs: Sequence[Node], inputs: Sequence[Node],
         steps.append(step)
     return Replay(tuple(steps), tuple(slots[id(n)] for n in optimized),
                   tuple((tuple(n.shape), n.dtype) for n in inputs))
-
-
-def _fixed(value: Any, fixed: Sequence[np.ndarray]) -> bool:
-    return any(value is a or getattr(value, "base", None) is a for a in fixed)

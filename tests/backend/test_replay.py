@@ -61,3 +61,24 @@ def test_a_computed_tensor_in_the_graph_is_read_where_it_lives(device: Any) -> N
     assert replay is not None
     assert replay.run([x])[0].tolist() == (4 * x).tolist()
     assert replay.run([x + 1])[0].tolist() == (4 * x + 1).tolist()
+
+
+def test_arrays_the_builder_owns_are_uploaded_once(device: Any,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``owned``: the graph's other borrowed arrays (a model's weights) are uploaded when the
+    replay is made; a run uploads its inputs alone."""
+    x, weights = np.ones(8, np.float32), np.full(8, 2.0, np.float32)
+    with hm.device(device):
+        t = hm.asarray(x)
+        out = t * hm.asarray(weights)
+        replays = {owned: replay_of([out.node], [t.node], owned=owned) for owned in (False, True)}
+    from hermes_nb.backends import get_device
+
+    dev = get_device(str(device.id))
+    uploads: list[int] = []
+    real = dev.from_host
+    monkeypatch.setattr(dev, "from_host", lambda a: uploads.append(a.size) or real(a))
+    for owned, replay in replays.items():
+        uploads.clear()
+        assert replay.run([x])[0].tolist() == [2.0] * 8
+        assert len(uploads) == (1 if owned else 2), owned

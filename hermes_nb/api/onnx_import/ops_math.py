@@ -41,9 +41,8 @@ def _divide(a: Any, b: Any) -> Tensor:
 
 
 def _gemm(n: OnnxNode, ins: Inputs) -> list[Tensor]:
-    a, b = ins.tensor(0), ins.tensor(1)
-    a = matrix_transpose(a) if n.attr("transA", 0) else a
-    b = matrix_transpose(b) if n.attr("transB", 0) else b
+    a, b = (ins.shaped(i, np.transpose, matrix_transpose) if n.attr(flag, 0) else ins.tensor(i)
+            for i, flag in ((0, "transA"), (1, "transB")))
     alpha, beta = float(n.attr("alpha", 1.0)), float(n.attr("beta", 1.0))
     out = matmul(a, b)
     if alpha != 1.0:

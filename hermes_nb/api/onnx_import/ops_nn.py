@@ -57,7 +57,8 @@ def _conv(n: OnnxNode, ins: Inputs) -> list[Tensor]:
     else:
         out = _im2col(ins, x, g, groups)
     if ins.present(2):
-        out = ew.add(out, reshape(ins.tensor(2), (1, m) + (1,) * len(spatial)))
+        shape = (1, m) + (1,) * len(spatial)
+        out = ew.add(out, ins.shaped(2, lambda b: b.reshape(shape), lambda t: reshape(t, shape)))
     return [out]
 
 

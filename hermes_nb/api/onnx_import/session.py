@@ -74,7 +74,9 @@ class Session:
             outputs = outputs if isinstance(outputs, tuple) else (outputs,)
             results = [np.array(t.numpy(), copy=True) for t in compute(*outputs)]
             if key not in self._replays:
+                # every array in the graph but the inputs is the model's own (its weights,
+                # what the import derived from them): uploaded once
                 made = replay_of([t.node for t in outputs], [t.node for t in inputs],
-                                 fixed=tuple(self.model.initializers.values()))
+                                 owned=True)
                 self._replays[key] = _NO_REPLAY if made is None else made
         return results

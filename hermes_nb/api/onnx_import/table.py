@@ -93,6 +93,16 @@ class Inputs:
             self._tensors[i] = asarray(v)
         return self._tensors[i]
 
+    def shaped(self, i: int, numpy_form: Callable[[np.ndarray], np.ndarray],
+               tensor_form: Callable[[Tensor], Tensor]) -> Tensor:
+        """Input ``i`` reshaped or transposed: ``numpy_form`` of its array where it is one (an
+        initializer, made so when the graph is built: no kernel reshapes a model's weights
+        at every run), else ``tensor_form`` of the Tensor."""
+        value = self.values[i]
+        if isinstance(value, np.ndarray):
+            return asarray(numpy_form(value))
+        return tensor_form(self.tensor(i))
+
     def static(self, i: int) -> np.ndarray | None:
         """Input ``i``'s value as a NumPy array, or ``None`` when it is computed."""
         v = self.values[i]
