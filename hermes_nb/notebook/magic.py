@@ -272,8 +272,8 @@ class HermesMagics(Magics):
         kernels = profile.kernels if profile is not None else []
         used = tuple(sorted({k.device for k in kernels}))
         summary = RunSummary(tuple(assigned), len(kernels), used, wall, profile)
-        # the report shares the summary's output: one output of a cell, one message sent
-        made = _report(profile, args.report) if args.report is not None else None
+        # a report shown shares the summary's output: one output of a cell, one message sent
+        made = _report(profile, "") if args.report == "" else None
         _show(summary, *(() if made is None else (made,)))
         if args.profile:
             if profile is not None:
@@ -305,6 +305,8 @@ class HermesMagics(Magics):
                 display(timeline_view(profile))
         if fusion is not None:
             display(fusion)
+        if args.report:  # a file
+            _report(profile, args.report)
 
 
 def _fail(outer: Any, error: BaseException | None) -> None:
