@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import weakref
 from abc import ABC, abstractmethod
@@ -255,6 +256,12 @@ class Device(ABC):
         is a new C-contiguous buffer of ``spec.shape`` and ``spec.dtype``, equal to what
         ``ArrayOps(numpy, "scipy.ndimage").run(spec, inputs)`` gives on the host.
         """
+
+    def launcher(self, spec: OpSpec) -> Callable[[Sequence[Any]], Any]:
+        """``execute`` of ``spec`` as a function of its inputs alone, where a device can
+        decide once what depends on ``spec`` alone (a replay launches one spec at every
+        run); the default calls ``execute``."""
+        return functools.partial(self.execute, spec)
 
     def kernel_source(self, spec: OpSpec) -> str | None:
         """The generated source ``spec`` runs here, byte for byte what the device builds

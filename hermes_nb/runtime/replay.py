@@ -8,8 +8,9 @@ keeps what was decided once (the fused kernels, where each runs, constants alrea
 devices). A run uploads the inputs (and the arrays of borrowed constants, which the caller
 may change between runs, as a compute reads them, unless the graph's builder owns them),
 launches the kernels in order on the calling thread through each device's ``execute`` (the
-kernels a compute runs, on the same devices; a replay on one device is handed to it once,
-as one unit of its load) and brings the outputs back. Runs are not profiled or recorded for
+kernels a compute runs, on the same devices, each kernel's launcher made once with
+``Device.launcher``; a replay on one device is handed to it once, as one unit of its load)
+and brings the outputs back. Runs are not profiled or recorded for
 the scheduler, and nothing is re-placed: the placement is the one the replay was made with.
 
 Graphs that a replay cannot run as they were planned give no replay (:func:`replay_of`
@@ -27,7 +28,7 @@ import numpy as np
 from hermes_nb.backends import Device, get_device
 from hermes_nb.context import current_options
 from hermes_nb.ir.node import Node, OpSpec, is_borrowed, toposort
-from hermes_nb.runtime import graph_cache
+from hermes_nb.runtime import fork, graph_cache
 from hermes_nb.runtime.cluster_inventory import active_client
 from hermes_nb.runtime.lower import check_integer_powers, has_integer_pow, host_source_value
 from hermes_nb.runtime.placement import place
@@ -40,6 +41,7 @@ from hermes_nb.runtime.targets import compile_target
 class _Step:
     device: Device
     spec: OpSpec | None  # the kernel; None for a value that is uploaded
+    launch: Any = None  # the kernel's launcher (Device.launcher): a function of its inputs
     inputs: tuple[int, ...] = ()  # the steps whose values the kernel reads
     value: Any = None  # a constant's buffer, uploaded once
     array: np.ndarray | None = None  # a borrowed constant's array, read at every run
@@ -55,6 +57,9 @@ class Replay:
     steps: tuple[_Step, ...]
     outputs: tuple[int, ...]  # the steps whose values are the results
     shapes: tuple[tuple[tuple[int, ...], np.dtype], ...]  # each input's shape and dtype
+    #: ``fork.forks_seen`` when the launchers were made: a forked child decides anew (its
+    #: ``cpu:0`` may no longer run parallel Numba kernels)
+    forks: int = 0
 
     @property
     def kernels(self) -> int:
@@ -75,8 +80,9 @@ class Replay:
 
     def _run(self, arrays: Sequence[np.ndarray], call: Any) -> list[np.ndarray]:
         values: list[Any] = []  # each step's buffer, on its step's device
+        made_here = self.forks == fork.forks_seen
         for step in self.steps:
-            values.append(_value(step, values, arrays, call))
+            values.append(_value(step, values, arrays, call, made_here))
         out = []
         for i in self.outputs:
             device = self.steps[i].device
@@ -96,7 +102,8 @@ def _on_its_device(device: Device, fn: Any, *args: Any) -> Any:
     return device.run(fn, *args)
 
 
-def _value(step: _Step, values: list[Any], arrays: Sequence[np.ndarray], call: Any) -> Any:
+def _value(step: _Step, values: list[Any], arrays: Sequence[np.ndarray], call: Any,
+           made_here: bool) -> Any:
     device, spec = step.device, step.spec
     if spec is None:
         if step.value is not None:
@@ -107,8 +114,12 @@ def _value(step: _Step, values: list[Any], arrays: Sequence[np.ndarray], call: A
     if step.checked:
         check_integer_powers(spec, tuple(map(Resident, step.sources, buffers)))
     here = device.id
-    moved = [b if d == here else Resident(d, b).on(here) for d, b in zip(step.sources, buffers)]
-    return call(device, device.execute, spec, moved)
+    if any(d != here for d in step.sources):
+        buffers = [b if d == here else Resident(d, b).on(here)
+                   for d, b in zip(step.sources, buffers)]
+    if made_here:
+        return call(device, step.launch, buffers)
+    return call(device, device.execute, spec, buffers)
 
 
 def replay_of(outputs: Sequence[Node], inputs: Sequence[Node], *, owned: bool = False
@@ -143,9 +154,9 @@ def replay_of(outputs: Sequence[Node], inputs: Sequence[Node], *, owned: bool = 
         else:
             spec = OpSpec.of(node, device.id)
             ins = tuple(slots[id(i)] for i in node.inputs)
-            step = _Step(device, spec, ins, checked=has_integer_pow(spec),
+            step = _Step(device, spec, device.launcher(spec), ins, checked=has_integer_pow(spec),
                          sources=tuple(steps[i].device.id for i in ins))
         slots[id(node)] = len(steps)
         steps.append(step)
     return Replay(tuple(steps), tuple(slots[id(n)] for n in optimized),
-                  tuple((tuple(n.shape), n.dtype) for n in inputs))
+                  tuple((tuple(n.shape), n.dtype) for n in inputs), fork.forks_seen)

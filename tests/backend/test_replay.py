@@ -82,3 +82,35 @@ def test_arrays_the_builder_owns_are_uploaded_once(device: Any,
         uploads.clear()
         assert replay.run([x])[0].tolist() == [2.0] * 8
         assert len(uploads) == (1 if owned else 2), owned
+
+
+def test_a_conv_block_replays_with_its_plan_made_once(device: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A conv + bias + ReLU + max pool block (one fused kernel where the device fuses it)
+    replays what a compute gives for new inputs; on ``cpu:0`` its launchers were made with
+    the replay, so a run plans no window and looks up no kernel."""
+    from hermes_nb.api.nn import conv, pool
+    from hermes_nb.backends.cpu import window
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 3, 20, 20), dtype=np.float32)
+    w = rng.standard_normal((8, 3, 3, 3), dtype=np.float32)
+    bias = rng.standard_normal((1, 8, 1, 1), dtype=np.float32)
+    with hm.device(device):
+        t = hm.asarray(x)
+        out = pool(hm.maximum(conv(t, w, pads=(1, 1, 1, 1)) + bias, 0.0), "max", (2, 2),
+                   (2, 2))
+        expected = out.numpy()
+        replay = replay_of([out.node], [t.node], owned=True)
+    np.testing.assert_array_equal(replay.run([x])[0], expected)
+    y = x[::-1].copy()
+    with hm.device(device):
+        again = pool(hm.maximum(conv(hm.asarray(y), w, pads=(1, 1, 1, 1)) + bias, 0.0),
+                     "max", (2, 2), (2, 2)).numpy()
+
+    def planned(*args: Any) -> None:
+        raise AssertionError("a replay's run planned a window")
+
+    monkeypatch.setattr(window, "_plan", planned)
+    monkeypatch.setattr(window, "_conv_kernel", planned)
+    np.testing.assert_array_equal(replay.run([y])[0], again)

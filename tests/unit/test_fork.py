@@ -164,6 +164,25 @@ def test_fork_child_runs_a_conv_the_parent_compiled() -> None:
         assert _in_child(lambda: cpu.WINDOW_MIN_WORK) > 8 * 8 * 40 * 40 * 36
 
 
+def test_fork_child_runs_a_replay_the_parent_made() -> None:
+    """A replay's launchers were decided in the parent (a parallel conv kernel); the child
+    decides anew and computes the same values."""
+    from hermes_nb.api.nn import conv
+    from hermes_nb.runtime.replay import replay_of
+
+    rng = np.random.default_rng(1)  # above PARALLEL_MIN_WORK: every thread in the parent
+    x, w = rng.normal(size=(8, 4, 48, 48)).astype(np.float32), \
+        rng.normal(size=(8, 4, 3, 3)).astype(np.float32)
+    with hm.device("cpu:0"):
+        t = hm.asarray(x)
+        out = hm.relu(conv(t, w, pads=(1, 1, 1, 1)))
+        out.numpy()
+        replay = replay_of([out.node], [t.node], owned=True)
+    (parent,) = replay.run([x])
+    np.testing.assert_allclose(_in_child(lambda: replay.run([x])[0]), parent, rtol=1e-5,
+                               atol=1e-5)
+
+
 def test_fork_pool_map(ran_everywhere: str) -> None:
     with multiprocessing.get_context("fork").Pool(2) as pool:
         results = pool.map_async(_work_on, [(i, "cpu:0") for i in range(4)]).get(timeout=60)

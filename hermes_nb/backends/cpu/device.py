@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -23,6 +25,22 @@ def _memory_bytes() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 0
+
+
+def _run_stencil(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bool) -> Any:
+    if not generated:  # below the size threshold, or where Numba cannot compile it
+        return ops.run(spec, inputs)
+    from hermes_nb.backends.cpu import stencil as cpu_stencil  # imports numba (~0.6 s)
+
+    return cpu_stencil.run_stencil(spec.attrs["stencil"], inputs[0], spec.shape, spec.dtype)
+
+
+def _run_elementwise(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any],
+                     generated: bool) -> Any:
+    if not generated:
+        return ops.run(spec, inputs)
+    return jit.numba_codegen().run_elementwise(spec.attrs["program"], inputs, spec.shape,
+                                               spec.dtype)
 
 
 class CPUDevice(Device):
@@ -68,36 +86,31 @@ class CPUDevice(Device):
 
     def execute(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
         run = self._EXECUTORS.get(spec.op)
-        if run is None or (spec.op in _GENERATED_ONLY and not self.runs_generated_kernel(spec)):
+        if run is None:
             return self._ops.run(spec, inputs)
-        return run(self, spec, inputs)
+        return run(self._ops, spec, inputs, self.runs_generated_kernel(spec))
 
-    def _run_fused_reduce(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        return cpu_reduce.run_reduce(self._ops, spec, inputs, self.runs_generated_kernel(spec))
+    def launcher(self, spec: OpSpec) -> Callable[[Sequence[Any]], Any]:
+        """``execute`` of ``spec`` with the runner, whether Numba runs it and (for a window
+        op) its plan and kernel decided once."""
+        run = self._EXECUTORS.get(spec.op)
+        if run is None:
+            return functools.partial(self._ops.run, spec)
+        generated = self.runs_generated_kernel(spec)
+        if run is cpu_window.run_window:
+            return cpu_window.launcher(self._ops, spec, generated)
+        ops = self._ops
+        return lambda inputs: run(ops, spec, inputs, generated)
 
-    def _run_fused_matmul(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        # BLAS into the result, then the epilogue in place on this thread
-        return cpu_matmul.run_matmul(self._ops, spec, inputs, self.runs_generated_kernel(spec))
-
-    def _run_window(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        return cpu_window.run_window(self._ops, spec, inputs, self.runs_generated_kernel(spec))
-
-    def _run_fused_stencil(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        from hermes_nb.backends.cpu import stencil as cpu_stencil  # imports numba (~0.6 s)
-
-        return cpu_stencil.run_stencil(spec.attrs["stencil"], inputs[0], spec.shape, spec.dtype)
-
-    def _run_fused_elementwise(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        return jit.numba_codegen().run_elementwise(spec.attrs["program"], inputs, spec.shape,
-                                                   spec.dtype)
-
-    # op -> how this device runs it (any other op: the NumPy interpreter)
+    # op -> how this device runs it, told whether a generated kernel does (any other op:
+    # the NumPy interpreter)
     _EXECUTORS: ClassVar[Mapping[str, Callable[..., Any]]] = {
-        "fused_reduce": _run_fused_reduce,
-        "fused_matmul": _run_fused_matmul,
-        "fused_stencil": _run_fused_stencil,
-        "fused_elementwise": _run_fused_elementwise,
-        **dict.fromkeys(("conv", "pool", "fused_conv"), _run_window),
+        "fused_reduce": cpu_reduce.run_reduce,
+        # BLAS into the result, then the epilogue in place on this thread
+        "fused_matmul": cpu_matmul.run_matmul,
+        "fused_stencil": _run_stencil,
+        "fused_elementwise": _run_elementwise,
+        **dict.fromkeys(("conv", "pool", "fused_conv"), cpu_window.run_window),
     }
     # op -> whether a generated (Numba) kernel runs it
     _GENERATED: ClassVar[Mapping[str, Callable[[OpSpec], bool]]] = {
@@ -112,11 +125,6 @@ class CPUDevice(Device):
         **dict.fromkeys(("conv", "pool"), lambda spec: _window_runs(spec, None)),
         "fused_conv": lambda spec: _window_runs(spec, spec.attrs["epilogue"]),
     }
-
-
-# ops whose executor is the generated kernel itself: below the size threshold, or where
-# Numba cannot compile them, NumPy runs them (fused_reduce/matmul are told the decision)
-_GENERATED_ONLY = frozenset({"fused_stencil", "fused_elementwise"})
 
 
 def _jit_runs(codegen: Any, shape: tuple[int, ...], kernel: Any, min_elements: int) -> bool:
@@ -142,4 +150,4 @@ def _window_runs(spec: OpSpec, epilogue: Any) -> bool:
 
 
 def _size(shape: tuple[int, ...]) -> int:
-    return int(np.prod(shape, dtype=np.int64))
+    return math.prod(shape)  # NumPy's prod of a tuple costs ten times more

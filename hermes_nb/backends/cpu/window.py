@@ -6,11 +6,12 @@ epilogue (and its joined pool) as it writes the result, so it is written once.""
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
 from hermes_nb.ir.windows import Window
 
-__all__ = ["generates", "run_window", "source", "work"]
+__all__ = ["generates", "launcher", "run_window", "source", "work"]
 
 _KERNELS = KernelCache()  # (op, window shape, dtype, epilogue, planes, pool) -> kernel
 
@@ -39,15 +40,60 @@ def run_window(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bo
     """A ``conv``, ``pool`` or ``fused_conv`` spec on NumPy arrays."""
     if not generated:  # ir.windows, through NumPy
         return ops.run(spec, inputs)
-    out = np.empty(spec.shape, spec.dtype)
-    if not out.size:
+    return _Launch(spec)(inputs)
+
+
+def launcher(ops: ArrayOps, spec: OpSpec, generated: bool) -> Callable[[Sequence[Any]], Any]:
+    """:func:`run_window` of ``spec`` as a function of its inputs, its plan and kernel
+    worked out once (a replay launches one spec at every run)."""
+    if not generated:
+        return functools.partial(ops.run, spec)
+    return _Launch(spec)
+
+
+class _Launch:
+    """One generated window spec: its plan made when it is, its kernel looked up at the
+    first launch (built then, if need be), both kept."""
+
+    def __init__(self, spec: OpSpec) -> None:
+        self.spec, self.plan, self.kernel = spec, _plan(spec), None
+        self.parallel = work(spec) >= PARALLEL_MIN_WORK
+
+    def __call__(self, inputs: Sequence[Any]) -> np.ndarray:
+        spec = self.spec
+        out = np.empty(spec.shape, spec.dtype)
+        if not out.size:
+            return out
+        if self.parallel:
+            self._launch(inputs, out)
+        else:
+            with numba_threads(1):
+                self._launch(inputs, out)
         return out
-    if work(spec) >= PARALLEL_MIN_WORK:
-        _launch(spec, inputs, out)
-    else:
-        with numba_threads(1):
-            _launch(spec, inputs, out)
-    return out
+
+    def _launch(self, inputs: Sequence[Any], out: np.ndarray) -> None:
+        spec, plan, x = self.spec, self.plan, inputs[0]
+        g = plan.window
+        x = np.ascontiguousarray(x).reshape(*x.shape[:2], -1, x.shape[-1])
+        out = out.reshape(*out.shape[:2], -1, out.shape[-1])
+        if spec.op == "pool":
+            kernel = self.kernel or _pool_kernel(plan.shape, spec.attrs["mode"])
+            self.kernel = kernel
+            kernel(x, out, g.pads[0], g.pads[1])
+            return
+        # the epilogue's other inputs, broadcast (no copy) to the convolution's 4-D shape
+        conv_shape = spec.attrs.get("conv_shape", spec.shape)
+        conv4 = (*conv_shape[:2], -1, conv_shape[-1])
+        others = [np.broadcast_to(e, conv_shape).reshape(conv4) for e in inputs[2:]]
+        weights = np.ascontiguousarray(inputs[1]).reshape(out.shape[1], -1, *g.kernel)
+        params = plan.epilogue.arguments() if plan.epilogue is not None else ()
+        sizes = (math.prod(conv_shape[2:-1]), conv_shape[-1]) if plan.pool is not None else ()
+        layout = (plan.shape, x.shape, g.pads[0], g.pads[1], plan.hq, plan.wq)
+        kernel = self.kernel or _conv_kernel(plan, out.dtype.name)
+        self.kernel = kernel
+        with _scratch(layout) as xq:
+            kernel(x, weights, out, xq, int(spec.attrs["groups"]), g.pads[0], g.pads[1],
+                   plan.hq, plan.wq, _block(plan.hq, plan.wq), *sizes, *others, *params)
 
 
 #: multiply-adds (or window reads) from which a kernel runs on every thread: below, the
@@ -132,28 +178,6 @@ def source(spec: OpSpec) -> str:
         return _numba_window().render_pool(plan.shape, spec.attrs["mode"])
     template = plan.epilogue.template if plan.epilogue is not None else None
     return _numba_window().render_conv(plan.shape, template, plan.planes, plan.pool)
-
-
-def _launch(spec: OpSpec, inputs: Sequence[Any], out: np.ndarray) -> None:
-    plan, x = _plan(spec), inputs[0]
-    g = plan.window
-    x = np.ascontiguousarray(x).reshape(*x.shape[:2], -1, x.shape[-1])
-    out = out.reshape(*out.shape[:2], -1, out.shape[-1])
-    if spec.op == "pool":
-        _pool_kernel(plan.shape, spec.attrs["mode"])(x, out, g.pads[0], g.pads[1])
-        return
-    # the epilogue's other inputs, broadcast (no copy) to the convolution's 4-D shape
-    conv_shape = spec.attrs.get("conv_shape", spec.shape)
-    conv4 = (*conv_shape[:2], -1, conv_shape[-1])
-    others = [np.broadcast_to(e, conv_shape).reshape(conv4) for e in inputs[2:]]
-    weights = np.ascontiguousarray(inputs[1]).reshape(out.shape[1], -1, *g.kernel)
-    params = plan.epilogue.arguments() if plan.epilogue is not None else ()
-    sizes = (math.prod(conv_shape[2:-1]), conv_shape[-1]) if plan.pool is not None else ()
-    layout = (plan.shape, x.shape, g.pads[0], g.pads[1], plan.hq, plan.wq)
-    with _scratch(layout) as xq:
-        _conv_kernel(plan, out.dtype.name)(
-            x, weights, out, xq, int(spec.attrs["groups"]), g.pads[0], g.pads[1], plan.hq,
-            plan.wq, _block(plan.hq, plan.wq), *sizes, *others, *params)
 
 
 #: scratch copies kept, of the layers run last (each its input's size, padded), and the
