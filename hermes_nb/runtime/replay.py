@@ -19,6 +19,7 @@ returns None): split (co-executed) kernels, values held on a cluster's workers.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,11 +73,16 @@ class Replay:
             if a.shape != shape or a.dtype != dtype:
                 raise ValueError(f"replay input {i}: expected {dtype.name}{list(shape)}, got "
                                  f"{a.dtype.name}{list(a.shape)}")
-        devices = {s.device for s in self.steps}
-        if len(devices) == 1:  # one hand-over to the device for the whole run, not per step
-            (device,) = devices
+        device = self._only_device
+        if device is not None:  # one hand-over to the device for the whole run, not per step
             return device.run(self._run, arrays, _direct)
         return self._run(arrays, _on_its_device)
+
+    @functools.cached_property
+    def _only_device(self) -> Device | None:
+        """The device every step runs on, or None where they are several."""
+        devices = {s.device for s in self.steps}
+        return next(iter(devices)) if len(devices) == 1 else None
 
     def _run(self, arrays: Sequence[np.ndarray], call: Any) -> list[np.ndarray]:
         values: list[Any] = []  # each step's buffer, on its step's device

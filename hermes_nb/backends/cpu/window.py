@@ -58,6 +58,12 @@ class _Launch:
     def __init__(self, spec: OpSpec) -> None:
         self.spec, self.plan, self.kernel = spec, _plan(spec), None
         self.parallel = work(spec) >= PARALLEL_MIN_WORK
+        plan = self.plan
+        # what a conv launch takes besides its arrays, from the spec alone
+        self.conv_shape = spec.attrs.get("conv_shape", spec.shape)
+        self.params = plan.epilogue.arguments() if plan.epilogue is not None else ()
+        self.sizes = ((math.prod(self.conv_shape[2:-1]), self.conv_shape[-1])
+                      if plan.pool is not None else ())
 
     def __call__(self, inputs: Sequence[Any]) -> np.ndarray:
         spec = self.spec
@@ -82,18 +88,17 @@ class _Launch:
             kernel(x, out, g.pads[0], g.pads[1])
             return
         # the epilogue's other inputs, broadcast (no copy) to the convolution's 4-D shape
-        conv_shape = spec.attrs.get("conv_shape", spec.shape)
+        conv_shape = self.conv_shape
         conv4 = (*conv_shape[:2], -1, conv_shape[-1])
         others = [np.broadcast_to(e, conv_shape).reshape(conv4) for e in inputs[2:]]
         weights = np.ascontiguousarray(inputs[1]).reshape(out.shape[1], -1, *g.kernel)
-        params = plan.epilogue.arguments() if plan.epilogue is not None else ()
-        sizes = (math.prod(conv_shape[2:-1]), conv_shape[-1]) if plan.pool is not None else ()
         layout = (plan.shape, x.shape, g.pads[0], g.pads[1], plan.hq, plan.wq)
         kernel = self.kernel or _conv_kernel(plan, out.dtype.name)
         self.kernel = kernel
         with _scratch(layout) as xq:
             kernel(x, weights, out, xq, int(spec.attrs["groups"]), g.pads[0], g.pads[1],
-                   plan.hq, plan.wq, _block(plan.hq, plan.wq), *sizes, *others, *params)
+                   plan.hq, plan.wq, _block(plan.hq, plan.wq), *self.sizes, *others,
+                   *self.params)
 
 
 #: multiply-adds (or window reads) from which a kernel runs on every thread: below, the
