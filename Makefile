@@ -29,9 +29,10 @@ lint: env
 	$(BIN)/lint-imports
 
 # then the device suite on reference:0, a NumPy-only plug-in backend (tests/plugins): ~15 s
-# one pytest worker per core, each test file whole in one of them (its fixtures built once)
+# one pytest worker per core, each test file whole in one of them (its fixtures built once);
+# a worker that dies (a native crash) ends the run at once instead of leaving it waiting
 test: env lint
-	$(BIN)/python -m pytest -n auto --dist loadfile
+	$(BIN)/python -m pytest -n auto --dist loadfile --max-worker-restart=0
 	HERMES_TEST_DEVICES=reference $(BIN)/python -m pytest tests/backend
 
 # reinstalled only when pyproject.toml changes (the install is editable: code changes need none)

@@ -43,6 +43,9 @@ def test_injected_out_of_memory_falls_back_to_another_device(fresh_scheduler, mo
     for _ in range(3):  # history says opencl:0 is far faster: auto will choose it
         fresh_scheduler.observe(kernel, ocl.id, 1e-6)
         fresh_scheduler.observe(kernel, "cpu:0", 1.0)
+        for other in hm.devices():  # a second driver (opencl:1) slower still: cpu:0 is next
+            if other.id not in (ocl.id, "cpu:0"):
+                fresh_scheduler.observe(kernel, other.id, 10.0)
     assert expr.explain().kernels[-1].device == ocl.id
 
     real = type(ocl).execute

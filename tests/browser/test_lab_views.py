@@ -177,7 +177,9 @@ def test_views_render_and_monitor_is_live(lab_page: LabPage):
 
     wait_all_cells_run(page, 180_000)
     busiest = {device: max(busy) for device, busy in load_series(lab_page).items()}
-    assert all(b > 0 for b in busiest.values()), f"the monitor never saw a busy device: {busiest}"
+    # the devices BUSY ran on (a second OpenCL driver, when present, stays idle)
+    assert all(busiest[d] > 0 for d in ("cpu:0", "opencl:0")), \
+        f"the monitor never saw a busy device: {busiest}"
     for kind in ("placement", "timeline", "fusion", "load-monitor"):
         assert_canvas_drawn(lab_page, f".hermes-{kind}")
         lab_page.screenshot(kind, page.locator(f".hermes-{kind}").first)

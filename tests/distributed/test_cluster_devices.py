@@ -185,10 +185,12 @@ CLIENT_WITHOUT_OPENCL = textwrap.dedent("""
 
 
 def _client_without_opencl(script: str, cluster, tmp_path) -> subprocess.CompletedProcess:
-    """``script`` run by a client process that finds no OpenCL driver (an empty vendor
-    folder), against ``cluster``; it must succeed."""
+    """``script`` run by a client process without OpenCL (no PyOpenCL to import, whose wheel
+    brings a PoCL of its own, and an empty vendor folder), against ``cluster``; it must
+    succeed."""
     env = {**os.environ, "OCL_ICD_VENDORS": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", script, cluster.scheduler_address],
+    without = "import sys\nsys.modules['pyopencl'] = None\n" + script
+    done = subprocess.run([sys.executable, "-c", without, cluster.scheduler_address],
                           env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
@@ -230,13 +232,16 @@ CLIENT_AUTO = textwrap.dedent("""
 
     expected = np.tanh(np.exp(x) * 2 - 1) + 0.5
     with distributed.Client(sys.argv[1]):
-        (opencl,) = [c for c in cluster_view().candidates if c.kind == "opencl"]
+        (opencl,) = [c for c in cluster_view().candidates if c.id == "opencl:0"]
+        others = [c for c in cluster_view().candidates if c.id not in ("opencl:0", "cpu:0")]
         assert opencl.model != "opencl:0", opencl  # not the client's hardware: its stable id
         (root,) = optimize([chain().node], compile_target())
         kernel, scheduler = kernel_info_of(root), default_scheduler()
         for _ in range(scheduler.calibration_runs):  # the history: opencl far faster
             scheduler.observe(kernel, opencl.model, 1e-7)
             scheduler.observe(kernel, "cpu:0", 1.0)
+            for other in others:  # a second OpenCL driver on the worker: slower still
+                scheduler.observe(kernel, other.model, 10.0)
         np.testing.assert_allclose(chain().numpy(), expected, rtol=1e-5, atol=1e-6)
         print("auto ran", [k.device for k in last_profile().kernels])
         # what the worker's inventory says of its PoCL, and so what placement charged for

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.backends import isolation
+from hermes_nb.backends.opencl.cache_lock import LOCK_FILE, CacheLock
 from hermes_nb.errors import KernelBuildError, KernelCrashError
 
 log = logging.getLogger("hermes_nb.backends")
@@ -33,7 +34,7 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
 
 
-_VOLATILE = {"last_accessed", ".hermes-owned"}  # rewritten by every load: no checksum
+_VOLATILE = {"last_accessed", ".hermes-owned", LOCK_FILE}  # rewritten by every load: no checksum
 
 
 def _cache_files(root: Path, since: float) -> dict[str, str]:
@@ -65,6 +66,11 @@ class Guard:
     device_id: str
     _verified: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _markers_in_memory: bool = False  # the disk refused a marker: trust memory alone
+    cache_lock: CacheLock = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.cache_lock = CacheLock(self.driver_cache)
 
     @property
     def _markers(self) -> Path:
@@ -75,9 +81,10 @@ class Guard:
     def verified(self, key: str) -> bool:
         """Whether ``key`` survived the worker before and the cache files it left are
         intact; a damaged entry is dropped (with a warning) so it is rebuilt."""
-        if key in self._verified:
-            return True
         marker = self._markers / f"{key}.json"
+        # another process may have emptied the cache since: the marker must still be there
+        if key in self._verified and (self._markers_in_memory or marker.exists()):
+            return True
         try:
             files = json.loads(marker.read_text())
         except (OSError, ValueError):
@@ -114,6 +121,7 @@ class Guard:
             tmp.write_text(json.dumps(_cache_files(self.driver_cache, since)))
             tmp.replace(self._markers / f"{key}.json")
         except OSError as exc:  # a full or read-only disk: remember it in memory only
+            self._markers_in_memory = True
             log.debug("hermes: cannot write build marker: %s", exc)
 
     # ---- isolated jobs -------------------------------------------------------------------
@@ -163,7 +171,9 @@ class Guard:
         (a half-written entry crashes a driver on load), then reported."""
         for attempt in (0, 1):
             try:
-                return isolation.worker().call(job, *args, device=self.device_id, kernel=name)
+                with self.cache_lock.shared():
+                    return isolation.worker().call(job, *args, device=self.device_id,
+                                                   kernel=name)
             except isolation.WorkerJobError as exc:
                 if attempt == 0 and "error:" not in exc.message:
                     # a failure without a compiler diagnostic: a damaged cache entry, not the source
@@ -191,16 +201,19 @@ class Guard:
         raise AssertionError("unreachable")
 
     def clear_driver_cache(self) -> None:
-        """Empty the driver's cache folder (only a folder Hermes owns) and the markers."""
+        """Empty the driver's cache folder (only a folder Hermes owns) and the markers, once
+        no other process is building into it."""
         self._verified.clear()
-        if (self.driver_cache / ".hermes-owned").exists():
-            log.warning("hermes: %s: the driver failed on its cache; emptied %s", self.device_id,
-                        self.driver_cache)
-            for child in self.driver_cache.iterdir():
-                if child.name != ".hermes-owned":
+        with self.cache_lock.exclusive():
+            if (self.driver_cache / ".hermes-owned").exists():
+                log.warning("hermes: %s: the driver failed on its cache; emptied %s",
+                            self.device_id, self.driver_cache)
+                for child in self.driver_cache.iterdir():
+                    if child.name in (".hermes-owned", LOCK_FILE):
+                        continue
                     shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
-        else:
-            shutil.rmtree(self._markers, ignore_errors=True)
+            else:
+                shutil.rmtree(self._markers, ignore_errors=True)
 
 
 def elf_complete(data: bytes) -> bool:
@@ -284,14 +297,21 @@ class GuardedKernel:
                  global_offset: Any = None, **kwargs: Any) -> Any:
         geometry = (tuple(local_size) if local_size is not None else None,
                     bool(global_offset is not None and any(global_offset)))
-        if geometry not in self._launched:
-            from hermes_nb.compiler.progress import building
+        if geometry in self._launched:
+            return self._kernel(queue, global_size, local_size, *args,
+                                global_offset=global_offset, **kwargs)
+        from hermes_nb.compiler.progress import building
 
-            name = self._kernel.function_name
+        name = self._kernel.function_name
+        # shared until the driver has compiled this geometry here (it does so as the launch
+        # runs): no other process empties the cache between the worker's launch and ours
+        with self._guard.cache_lock.shared():
             with building(f"first launch of {name} on {self._guard.device_id} in the build worker",
                           kind="self-test"):
                 self._guard.launch(self._source, name, global_size, local_size, global_offset,
                                    args, queue, self._source_path)
-            self._launched.add(geometry)
-        return self._kernel(queue, global_size, local_size, *args, global_offset=global_offset,
-                            **kwargs)
+            event = self._kernel(queue, global_size, local_size, *args,
+                                 global_offset=global_offset, **kwargs)
+            event.wait()
+        self._launched.add(geometry)
+        return event

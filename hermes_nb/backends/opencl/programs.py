@@ -85,16 +85,13 @@ class ProgramCache:
         def saved() -> Any:
             return save_source(source, ".cl")
 
-        if self._guard is not None:
-            self._guard.build(source, name, saved)
-        where = self._guard.device_id if self._guard is not None else ""
-        program = _build(cl, self._context, source, where, name)
-        kernels = {k.function_name: k for k in program.all_kernels()}
-        if name not in kernels and self._guard is not None:  # a damaged cache entry: once more
-            self._guard.clear_driver_cache()
-            self._guard.build(source, name, saved)
-            program = _build(cl, self._context, source, where, name)
+        if self._guard is None:
+            program = _build(cl, self._context, source, "", name)
             kernels = {k.function_name: k for k in program.all_kernels()}
+        else:
+            # shared from the worker's build to ours: no process empties the cache between
+            with self._guard.cache_lock.shared():
+                kernels = self._guarded_build(cl, source, name, saved)
         if name not in kernels:
             raise KernelBuildError(
                 f"OpenCL program has no kernel {name!r} (it holds {sorted(kernels)}); "
@@ -103,6 +100,19 @@ class ProgramCache:
             wrapped = GuardedKernel(k, self._guard, source, saved) if self._guard else k
             self._kernels[(source, kname)] = wrapped
         return self._kernels[(source, name)]
+
+    def _guarded_build(self, cl: Any, source: str, name: str, saved: Any) -> dict[str, Any]:
+        """Build in the worker, then here; a program missing its kernel was loaded from a
+        damaged cache entry: the cache is emptied and both builds done once more."""
+        where = self._guard.device_id
+        for attempt in (0, 1):
+            self._guard.build(source, name, saved)
+            program = _build(cl, self._context, source, where, name)
+            kernels = {k.function_name: k for k in program.all_kernels()}
+            if name in kernels or attempt:
+                return kernels
+            self._guard.clear_driver_cache()
+        raise AssertionError("unreachable")
 
     def __len__(self) -> int:
         return len({s for s, _ in self._kernels})
