@@ -143,11 +143,46 @@ def binary_inputs(op: str, dtype: str, sample) -> tuple[np.ndarray, np.ndarray]:
 # ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("op", "dtype"), UNARY_CASES)
-def test_unary(device, run_on, assert_close, sample, op, dtype):
-    x = unary_input(op, dtype, sample)
-    got = run_on(device, getattr(hm, op), x)
-    assert_close(got, np_ref(UNARY[op], x), loose=op in LOOSE_UNARY)
+def check_batched(device, each_case, assert_close, dtype, cases):
+    """``cases``: (label, Hermes fn, its inputs, NumPy's result, loose). Those of one result
+    dtype run together in one kernel (``each_case``), each fn on its own inputs; on float
+    inputs twice, with a float row selector (OpenCL's vector form, for ops that have one)
+    and an int32 one (the scalar form). Each result is compared with NumPy's, named by its
+    label when it differs."""
+    by_result: dict[np.dtype, list] = {}
+    for case in cases:
+        by_result.setdefault(case[3].dtype, []).append(case)
+    selectors = [dtype, "int32"] if np.dtype(dtype).kind == "f" else ["int32"]
+    for group in by_result.values():
+        arrays, fns = [], []
+        for _, fn, inputs, _, _ in group:
+            fns.append(_on_slice(fn, len(arrays), len(inputs)))
+            arrays.extend(inputs)
+        for selector in selectors:
+            got = each_case(device, fns, *arrays, tile=True, selector=selector)
+            for (label, _, _, expected, loose), g in zip(group, got):
+                try:
+                    assert_close(g, expected, loose=loose)
+                except AssertionError as exc:
+                    raise AssertionError(f"{label} ({selector} row selector): {exc}") from None
+
+
+def _on_slice(fn, start: int, count: int):
+    """``fn`` applied to ``count`` of the batch's inputs, from ``start``."""
+    return lambda *ts: fn(*ts[start:start + count])
+
+
+def _dtypes_of(cases) -> list[str]:
+    return [d for d in DTYPES if any(c.values[1] == d for c in cases)]
+
+
+@pytest.mark.parametrize("dtype", _dtypes_of(UNARY_CASES))
+def test_unary(device, each_case, assert_close, sample, dtype):
+    cases = []
+    for op in (c.values[0] for c in UNARY_CASES if c.values[1] == dtype):
+        x = unary_input(op, dtype, sample)
+        cases.append((op, getattr(hm, op), (x,), np_ref(UNARY[op], x), op in LOOSE_UNARY))
+    check_batched(device, each_case, assert_close, dtype, cases)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -205,18 +240,23 @@ def test_bitwise_operators_on_integers(device, run_on, assert_close, sample, dty
 # ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("op", "dtype"), BINARY_CASES)
-def test_binary_function(device, run_on, assert_close, sample, op, dtype):
-    x, y = binary_inputs(op, dtype, sample)
-    got = run_on(device, getattr(hm, op), x, y)
-    assert_close(got, np_ref(BINARY[op], x, y), loose=op in LOOSE_BINARY)
+def _binary_cases(dtype, sample, fns):
+    cases = []
+    for op in (c.values[0] for c in BINARY_CASES if c.values[1] == dtype and c.values[0] in fns):
+        x, y = binary_inputs(op, dtype, sample)
+        cases.append((op, fns[op], (x, y), np_ref(BINARY[op], x, y), op in LOOSE_BINARY))
+    return cases
 
 
-@pytest.mark.parametrize(("op", "dtype"), [c for c in BINARY_CASES if c.values[0] in OPERATORS])
-def test_binary_operator(device, run_on, assert_close, sample, op, dtype):
-    x, y = binary_inputs(op, dtype, sample)
-    got = run_on(device, OPERATORS[op], x, y)
-    assert_close(got, np_ref(BINARY[op], x, y), loose=op in LOOSE_BINARY)
+@pytest.mark.parametrize("dtype", _dtypes_of(BINARY_CASES))
+def test_binary_function(device, each_case, assert_close, sample, dtype):
+    functions = {op: getattr(hm, op) for op in BINARY}
+    check_batched(device, each_case, assert_close, dtype, _binary_cases(dtype, sample, functions))
+
+
+@pytest.mark.parametrize("dtype", _dtypes_of([c for c in BINARY_CASES if c.values[0] in OPERATORS]))
+def test_binary_operator(device, each_case, assert_close, sample, dtype):
+    check_batched(device, each_case, assert_close, dtype, _binary_cases(dtype, sample, OPERATORS))
 
 
 def test_integer_division_by_zero_gives_zero(device, run_on, assert_close):
@@ -309,15 +349,13 @@ SCALAR_EXPRS = {
 }
 
 
-@pytest.mark.parametrize("expr", list(SCALAR_EXPRS))
 @pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
 @pytest.mark.parametrize("scalar", [3, 2.5], ids=["int", "float"])
-def test_python_scalar_operands(device, run_on, assert_close, sample, expr, dtype, scalar):
-    fn = SCALAR_EXPRS[expr]
+def test_python_scalar_operands(device, each_case, assert_close, sample, dtype, scalar):
     x = sample(SHAPE, dtype, low=1, high=9, seed=3)  # positive: no division by zero
-    expected = np_ref(fn, x, scalar)
-    got = run_on(device, fn, x, scalar)
-    assert_close(got, expected, loose=True)
+    cases = [(expr, lambda t, fn=fn: fn(t, scalar), (x,), np_ref(fn, x, scalar), True)
+             for expr, fn in SCALAR_EXPRS.items()]
+    check_batched(device, each_case, assert_close, dtype, cases)
 
 
 NUMPY_EXPRS = {
