@@ -147,7 +147,8 @@ class Guard:
         """Launch once in the worker with this geometry unless done before."""
         offset = tuple(global_offset) if global_offset is not None else None
         local = tuple(local_size) if local_size is not None else None
-        variant = f"local={local} offset={'yes' if offset and any(offset) else 'no'}"
+        variant = (f"local={local} offset={'yes' if offset and any(offset) else 'no'} "
+                   f"grid={'small' if small_grid(global_size) else 'large'}")
         key = _digest("launch", source, name, variant)
         if not isolation.enabled() or self.verified(key):
             return
@@ -240,6 +241,11 @@ def elf_complete(data: bytes) -> bool:
 _SMALL_GRID = 1 << 16
 
 
+def small_grid(global_size: Any) -> bool:
+    """Whether PoCL compiles a launch of this global size as a "small grid" variant."""
+    return all(int(g) < _SMALL_GRID for g in global_size)
+
+
 def _probe_grid(global_size: tuple[int, ...], local: tuple[int, ...] | None) -> tuple[int, ...]:
     """A global size with the real one's specialisation class and few work-groups."""
     group = local or (1,) * len(global_size)
@@ -295,8 +301,10 @@ class GuardedKernel:
 
     def __call__(self, queue: Any, global_size: Any, local_size: Any, *args: Any,
                  global_offset: Any = None, **kwargs: Any) -> Any:
+        # each is a machine-code variant of its own in PoCL (guarded apart)
         geometry = (tuple(local_size) if local_size is not None else None,
-                    bool(global_offset is not None and any(global_offset)))
+                    bool(global_offset is not None and any(global_offset)),
+                    small_grid(global_size))
         if geometry in self._launched:
             return self._kernel(queue, global_size, local_size, *args,
                                 global_offset=global_offset, **kwargs)

@@ -1,0 +1,46 @@
+"""Each launch geometry PoCL compiles apart goes through the isolated worker first: local
+size, a global offset, and a small or large grid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hermes_nb.backends.opencl.guard import Guard, GuardedKernel, small_grid
+
+
+class _Event:
+    def wait(self) -> None:
+        pass
+
+
+class _RecordingGuard(Guard):
+    """A guard whose worker launches are recorded, not run."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.probes: list[tuple[int, ...]] = []
+
+    def launch(self, source: str, name: str, global_size: Any, *rest: Any) -> None:
+        self.probes.append(tuple(global_size))
+
+
+def test_a_large_grid_after_a_small_one_is_probed_again(tmp_path: Path) -> None:
+    guard = _RecordingGuard((0, 0, "test"), "fp", tmp_path, "opencl:9")
+    launched: list[tuple[int, ...]] = []
+
+    def kernel(queue: Any, global_size: Any, local_size: Any, *args: Any,
+               global_offset: Any = None) -> _Event:
+        launched.append(tuple(global_size))
+        return _Event()
+
+    kernel.function_name = "k"  # type: ignore[attr-defined]
+    guarded = GuardedKernel(kernel, guard, "src", lambda: tmp_path / "k.cl")
+    sizes = [(256,), (512,), (1 << 17,), (1 << 18,), (128,)]
+    for size in sizes:
+        guarded(None, size, (64,))
+        guarded(None, size, (64,), global_offset=(64,))
+    assert launched == [s for s in sizes for _ in (0, 1)]
+    # one probe per variant PoCL builds: small and large grid, each with and without offset
+    assert guard.probes == [(256,), (256,), (1 << 17,), (1 << 17,)]
+    assert small_grid((65535, 3)) and not small_grid((1 << 16, 1))
