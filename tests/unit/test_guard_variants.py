@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.backends.opencl.guard import Guard, GuardedKernel, small_grid
+from hermes_nb.backends.opencl.guard import Guard, GuardedKernel, default_local_size, small_grid
 
 
 class _Event:
@@ -20,9 +20,12 @@ class _RecordingGuard(Guard):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.probes: list[tuple[int, ...]] = []
+        self.locals: list[tuple[int, ...]] = []
 
-    def launch(self, source: str, name: str, global_size: Any, *rest: Any) -> None:
+    def launch(self, source: str, name: str, global_size: Any, local_size: Any,
+               *rest: Any) -> None:
         self.probes.append(tuple(global_size))
+        self.locals.append(tuple(local_size))
 
 
 def test_a_large_grid_after_a_small_one_is_probed_again(tmp_path: Path) -> None:
@@ -44,3 +47,22 @@ def test_a_large_grid_after_a_small_one_is_probed_again(tmp_path: Path) -> None:
     # one probe per variant PoCL builds: small and large grid, each with and without offset
     assert guard.probes == [(256,), (256,), (1 << 17,), (1 << 17,)]
     assert small_grid((65535, 3)) and not small_grid((1 << 16, 1))
+
+
+def test_an_open_local_size_is_chosen_here_and_probed_as_launched(tmp_path: Path) -> None:
+    guard = _RecordingGuard((0, 0, "test"), "fp", tmp_path, "opencl:9")
+    used: list[tuple[int, ...]] = []
+
+    def kernel(queue: Any, global_size: Any, local_size: Any, *args: Any,
+               global_offset: Any = None) -> _Event:
+        used.append(tuple(local_size))
+        return _Event()
+
+    kernel.function_name = "k"  # type: ignore[attr-defined]
+    guarded = GuardedKernel(kernel, guard, "src", lambda: tmp_path / "k.cl")
+    for size in ((323,), (1024,), (323,), (7, 5)):
+        guarded(None, size, None)
+    # the driver never picks a local size (it would compile one variant per global size)
+    assert used == [(19,), (256,), (19,), (7, 1)]
+    assert guard.locals == [(19,), (256,), (7, 1)]
+    assert default_local_size((997,)) == (1,) and default_local_size((0,)) == (1,)

@@ -241,6 +241,19 @@ def elf_complete(data: bytes) -> bool:
 _SMALL_GRID = 1 << 16
 
 
+MAX_DEFAULT_LOCAL = 256
+
+
+def default_local_size(global_size: Any) -> tuple[int, ...]:
+    """The local size Hermes launches with when the caller leaves it open: the largest
+    divisor of the first dimension up to MAX_DEFAULT_LOCAL, 1 elsewhere. A driver choosing
+    it compiles a variant per global size, which the worker's probe would not have run."""
+    sizes = [int(g) for g in global_size]
+    first = next(d for d in range(min(sizes[0], MAX_DEFAULT_LOCAL), 0, -1) if sizes[0] % d == 0) \
+        if sizes[0] > 0 else 1
+    return (first, *([1] * (len(sizes) - 1)))
+
+
 def small_grid(global_size: Any) -> bool:
     """Whether PoCL compiles a launch of this global size as a "small grid" variant."""
     return all(int(g) < _SMALL_GRID for g in global_size)
@@ -301,8 +314,10 @@ class GuardedKernel:
 
     def __call__(self, queue: Any, global_size: Any, local_size: Any, *args: Any,
                  global_offset: Any = None, **kwargs: Any) -> Any:
+        if local_size is None:  # the driver would pick one per global size, unprobed
+            local_size = default_local_size(global_size)
         # each is a machine-code variant of its own in PoCL (guarded apart)
-        geometry = (tuple(local_size) if local_size is not None else None,
+        geometry = (tuple(local_size),
                     bool(global_offset is not None and any(global_offset)),
                     small_grid(global_size))
         if geometry in self._launched:
