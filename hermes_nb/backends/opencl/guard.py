@@ -10,6 +10,7 @@ detected, dropped and rebuilt in the worker instead of aborting the user's proce
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -239,8 +240,6 @@ def elf_complete(data: bytes) -> bool:
 # a "small grid" (every global dimension below 2**16), and caches each variant apart: the
 # probe launch keeps all three, with as few work-groups as that allows.
 _SMALL_GRID = 1 << 16
-
-
 MAX_DEFAULT_LOCAL = 256
 
 
@@ -248,9 +247,13 @@ def default_local_size(global_size: Any) -> tuple[int, ...]:
     """The local size Hermes launches with when the caller leaves it open: the largest
     divisor of the first dimension up to MAX_DEFAULT_LOCAL, 1 elsewhere. A driver choosing
     it compiles a variant per global size, which the worker's probe would not have run."""
-    sizes = [int(g) for g in global_size]
-    first = next(d for d in range(min(sizes[0], MAX_DEFAULT_LOCAL), 0, -1) if sizes[0] % d == 0) \
-        if sizes[0] > 0 else 1
+    return _default_local(tuple(int(g) for g in global_size))
+
+
+@functools.lru_cache(maxsize=1024)  # on every launch without a local size: found once
+def _default_local(sizes: tuple[int, ...]) -> tuple[int, ...]:
+    first = next((d for d in range(min(sizes[0], MAX_DEFAULT_LOCAL), 0, -1)
+                  if sizes[0] % d == 0), 1)
     return (first, *([1] * (len(sizes) - 1)))
 
 
