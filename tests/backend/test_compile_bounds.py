@@ -138,12 +138,14 @@ def test_cpu_kernel_cache_stays_bounded(monkeypatch: pytest.MonkeyPatch, jit_eve
 
     monkeypatch.setattr(numba_cpu._KERNELS, "capacity", 2)
     x = np.arange(1000, dtype=np.float64)
-    seed = time.time_ns() % 1000003  # constants no earlier run compiled in this process
-    for k in range(4):
-        c = float(seed + k) + 0.5
-        with hm.device("cpu:0"):
-            got = (hm.asarray(x) * c + 1.0).numpy()
-        np.testing.assert_array_equal(got, x * c + 1.0)
+    # scalars are kernel arguments: kernels new to this process differ in their structure,
+    # a chain of multiply-adds whose length no earlier test used
+    first = 24 + time.time_ns() % 64
+    for length in range(first, first + 4):
+        lazy, expected = hm.asarray(x, device="cpu:0"), x
+        for _ in range(length):
+            lazy, expected = lazy * 0.5 + 1.0, expected * 0.5 + 1.0
+        np.testing.assert_array_equal(lazy.numpy(), expected)
         assert len(numba_cpu._KERNELS) <= 2
 
 

@@ -102,9 +102,13 @@ def test_panel_shows_a_kernels_log_records_and_names_its_kernels(lab_page: LabPa
         f"() => !document.querySelector('.hermes-log').textContent.includes('{MARKER}')")
     log.locator("select.hermes-log-level").select_option("warning")
     log.locator("select.hermes-log-device").select_option("cpu:0")
-    row.wait_for(timeout=30_000)
-    assert all(r.locator("td").nth(2).inner_text() == "cpu:0"
-               for r in log.locator("tbody tr").all())
+    # read in one step: the panel redraws its rows as it polls, and the filter's answer
+    # arrives after the click
+    page.wait_for_function(
+        "marker => { const rows = [...document.querySelectorAll('.hermes-log tbody tr')];"
+        " return rows.some(r => r.textContent.includes(marker)) && rows.every("
+        "r => r.querySelectorAll('td')[2]?.textContent === 'cpu:0'); }",
+        arg=MARKER, timeout=30_000)
     # the measured kernel under the name the notebook's views give it
     kernels = panel.locator("table.hermes-kernels")
     assert "edges: multiply+exp+add" in kernels.inner_text(), kernels.inner_text()

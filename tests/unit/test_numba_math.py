@@ -92,17 +92,20 @@ def test_log_of_negative_zero_and_subnormal_inputs() -> None:
     assert np.all(ulp_errors(got[[3, 4]], exact) <= 1.0)
 
 
-def _has_avx512() -> bool:
+def _has_fma() -> bool:
     try:
         with open("/proc/cpuinfo") as f:
-            return " avx512f" in f.read()
+            return " fma" in f.read()
     except OSError:
         return False
 
 
-@pytest.mark.skipif(not _has_avx512(), reason="needs an AVX-512 CPU")
+@pytest.mark.skipif(not _has_fma(), reason="needs a CPU with FMA (AVX2 or AVX-512)")
 @pytest.mark.parametrize("name", FUNCTIONS)
-def test_float32_loop_is_avx512_without_libm(name: str) -> None:
+def test_float32_loop_is_vectorised_without_libm(name: str) -> None:
+    """The loop runs 8 or 16 lanes of FMAs: LLVM's tuning for the host CPU picks the width
+    (256 bits on Intel cores with AVX-512, which slow their clock on 512-bit code; 512 on
+    AMD Zen 4), and never calls libm."""
     program = Program(("float32",), ((1.0, "float32"),),
                       (Instr(name, (0,), "float32"), Instr("add", (2, 1), "float32")), (3,))
     # compiled here from the generated source: Numba shows no assembly of cached code
@@ -114,7 +117,7 @@ def test_float32_loop_is_avx512_without_libm(name: str) -> None:
     kernel.compile((numba_array("float32", False), numba_array("float32", True),
                     numba_cpu.numba.float32))
     asm = "\n".join(kernel.inspect_asm().values())
-    assert re.search(r"vfmadd\w*\s[^\n]*%zmm", asm), "no 16-lane fma in the loop"
+    assert re.search(r"vfmadd\w*\s[^\n]*%[yz]mm", asm), "no 8- or 16-lane fma in the loop"
     symbols = set(re.findall(r"(?:movabsq\s+\$|call\w*\s+)([A-Za-z_]\w*)", asm))
     assert not symbols & {"log", "logf", "log2", "log2f", "log10", "log10f", "tanh", "tanhf",
                           "exp", "expf"}
