@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("numba", reason="cpu:0's generated kernels need numba")
 
 import hermes_nb as hm
+from benchmarks.machine import vector_extensions
 from hermes_nb.backends.cpu.device import JIT_MIN_ELEMENTS
 from hermes_nb.codegen import numba_cpu
 from hermes_nb.codegen.numba_support import numba_array
@@ -92,15 +93,8 @@ def test_log_of_negative_zero_and_subnormal_inputs() -> None:
     assert np.all(ulp_errors(got[[3, 4]], exact) <= 1.0)
 
 
-def _has_fma() -> bool:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return " fma" in f.read()
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not _has_fma(), reason="needs a CPU with FMA (AVX2 or AVX-512)")
+@pytest.mark.skipif("fma" not in vector_extensions(),
+                    reason="needs a CPU with FMA (AVX2 or AVX-512)")
 @pytest.mark.parametrize("name", FUNCTIONS)
 def test_float32_loop_is_vectorised_without_libm(name: str) -> None:
     """The loop runs 8 or 16 lanes of FMAs: LLVM's tuning for the host CPU picks the width
