@@ -19,7 +19,7 @@ import pytest
 
 import hermes_nb as hm
 from hermes_nb.backends.opencl.device import OpenCLDevice, hidden_devices
-from hermes_nb.backends.opencl.guard import _digest
+from hermes_nb.backends.opencl.guard import Guard, _digest
 from hermes_nb.errors import KernelBuildError, KernelCrashError
 from hermes_nb.ir.node import OpSpec
 
@@ -40,20 +40,33 @@ def fresh(dev: OpenCLDevice) -> OpenCLDevice:
     return OpenCLDevice(90 + dev.index, dev.cl_device, dev.candidate, dev.verdict)
 
 
-def unique_source() -> str:
+def crashing(dev: OpenCLDevice, folder: Path) -> OpenCLDevice:
+    """``fresh(dev)`` whose guard keeps its markers in, and after a crash empties, ``folder``
+    (owned by Hermes) instead of the driver cache that the processes running beside this
+    test share: emptying that one made every process rebuild its kernels."""
+    dev = fresh(dev)
+    shared = dev.programs._guard
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ".hermes-owned").touch()
+    dev.programs._guard = Guard(shared.ref, shared.fingerprint, folder, shared.device_id)
+    return dev
+
+
+def unique_source(kernel: str = "k") -> str:
     """A program no earlier run has built (so it goes through the worker)."""
     tag = uuid.uuid4().hex[:12]  # in the code: PoCL keys its cache on the source less comments
-    return (f"__kernel void k(__global float *x) {{ const float one_{tag} = 1.0f; "
+    return (f"__kernel void {kernel}(__global float *x) {{ const float one_{tag} = 1.0f; "
             f"x[get_global_id(0)] *= 2.0f * one_{tag}; }}\n")
 
 
-def test_build_that_aborts_is_an_error_naming_kernel_device_and_signal(cl_dev, monkeypatch, caplog):
+def test_build_that_aborts_is_an_error_naming_kernel_device_and_signal(cl_dev, monkeypatch, caplog,
+                                                                     tmp_path):
     monkeypatch.setenv("HERMES_TEST_BUILD_FAULT", "abort")
     source = unique_source()
     expected = r"kernel 'k'.*crashed the driver \(SIGABRT\)"
     # the first crash may be a damaged cache entry: the cache is emptied and the build retried
     with pytest.raises(KernelCrashError, match=expected) as info:
-        fresh(cl_dev).programs.kernel(source, "k")
+        crashing(cl_dev, tmp_path / "driver-cache").programs.kernel(source, "k")
     assert "emptied" in caplog.text
     assert "opencl:" in str(info.value) and source not in str(info.value)
     assert Path(info.value.source_path).read_text() == source
@@ -79,8 +92,8 @@ def test_program_without_the_kernel_is_a_build_error(cl_dev, monkeypatch):
     assert not isinstance(info.value, KernelCrashError)
 
 
-def test_vector_kernel_that_crashes_is_retried_scalar(cl_dev, monkeypatch, caplog):
-    dev = fresh(cl_dev)
+def test_vector_kernel_that_crashes_is_retried_scalar(cl_dev, monkeypatch, caplog, tmp_path):
+    dev = crashing(cl_dev, tmp_path / "driver-cache")
     if not dev.capabilities.float32_width:
         pytest.skip(f"{cl_dev.id} runs float32 kernels without vectors already")
     monkeypatch.setenv("HERMES_TEST_LAUNCH_FAULT", "abort-vector")
@@ -102,11 +115,16 @@ def test_vector_kernel_that_crashes_is_retried_scalar(cl_dev, monkeypatch, caplo
 
 def test_damaged_driver_cache_entry_is_dropped_and_rebuilt(cl_dev, caplog):
     dev = fresh(cl_dev)
-    source = unique_source()
-    dev.programs.kernel(source, "k")
+    kernel = f"k_{uuid.uuid4().hex[:12]}"  # its name is in the program's files, and nowhere else
+    source = unique_source(kernel)
+    dev.programs.kernel(source, kernel)
     guard = dev.programs._guard
-    # this program's own marker only: other processes share the cache folder meanwhile
-    files = json.loads((guard._markers / f"{_digest('build', source)}.json").read_text())
+    # the marker lists what the cache gained during the build, other processes' programs
+    # included: garble only this program's folder, never a file another process may load
+    listed = json.loads((guard._markers / f"{_digest('build', source)}.json").read_text())
+    own = {Path(p).parent for p in listed if p.endswith("program.bc")
+           and kernel.encode() in (guard.driver_cache / p).read_bytes()}
+    files = [p for p in listed if Path(p).parent in own]
     if not files:
         pytest.skip(f"{cl_dev.id}'s driver keeps no disk cache here")
     for relative in files:  # a new file over the old (this process still maps the old one)
@@ -114,7 +132,7 @@ def test_damaged_driver_cache_entry_is_dropped_and_rebuilt(cl_dev, caplog):
         path.with_name("garbage.tmp").write_bytes(b"garbage")
         path.with_name("garbage.tmp").replace(path)
     again = fresh(cl_dev)  # as a new process would: nothing verified in memory
-    knl = again.programs.kernel(source, "k")
+    knl = again.programs.kernel(source, kernel)
     assert "dropped a damaged driver cache entry" in caplog.text
     x = np.ones(16, np.float32)
     buf = again.from_host(x.copy())
