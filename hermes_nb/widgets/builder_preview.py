@@ -2,9 +2,11 @@
 
 ``PreviewRunner`` numbers every request; a request that is no longer the newest when it starts
 is skipped, and a result that is no longer the newest when it finishes is dropped, so a slow
-run never overwrites a newer one. Each request first computes a quick preview on the host with
-NumPy/SciPy (``runtime.reference``: no compile, ~70 ms at 1024²), shown at once, then the real
-run on the chosen device, whose kernels may need compiling first (1-2.5 s for a new one).
+run never overwrites a newer one. Each request runs the pipeline on the chosen device, whose
+kernels may need compiling first (1-2.5 s for a new one; a changed scalar compiles nothing and
+the run takes a few ms). A run still going after ``EARLY_AFTER_S`` gets a quick preview
+computed on the host beside it with NumPy/SciPy (``runtime.reference``: no compile, ~85 ms at
+1024²), shown until the real result comes: a warm run never waits for the host's.
 """
 
 from __future__ import annotations
@@ -128,6 +130,9 @@ def run_preview(image: np.ndarray, stages: Sequence[Stage], device: str, policy:
                          tuple(stage_keys))
 
 
+EARLY_AFTER_S = 0.1  # a run still going then is compiling: show the host's preview meanwhile
+
+
 class PreviewRunner:
     """Runs jobs on one worker thread; only the newest job's outcome reaches ``deliver``."""
 
@@ -136,6 +141,7 @@ class PreviewRunner:
         self._deliver = deliver
         self._deliver_early = deliver_early
         self.early = 0  # quick results shown before their request's real one
+        self.early_after_s = EARLY_AFTER_S
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-builder")
         self._lock = threading.RLock()
         self._latest: Future[None] | None = None
@@ -144,8 +150,9 @@ class PreviewRunner:
         self.dropped = 0  # finished after a newer request: result thrown away
 
     def submit(self, job: Callable[[int], Any], early: Callable[[int], Any] | None = None) -> int:
-        """Run ``job(generation)``; ``early(generation)``, if given, runs first and its value
-        (unless it fails: ``job`` then reports) goes to ``deliver_early``."""
+        """Run ``job(generation)``; if it is still running after ``early_after_s``,
+        ``early(generation)`` runs beside it and its value (unless it fails: ``job`` then
+        reports, or ``job`` finished first) goes to ``deliver_early``."""
         with self._lock:
             self.generation += 1
             gen = self.generation
@@ -156,24 +163,36 @@ class PreviewRunner:
         if gen != self.generation:
             self.skipped += 1
             return
+        done = threading.Event()
+        timer = None
         if early is not None and self._deliver_early is not None:
-            try:
-                quick = early(gen)
-            except Exception:  # the real run below reports the error
-                quick = None
-            with self._lock:
-                if quick is not None and gen == self.generation:
-                    self.early += 1
-                    self._deliver_early(gen, quick)
+            timer = threading.Timer(self.early_after_s, self._run_early, (gen, early, done))
+            timer.daemon = True
+            timer.start()
         try:
             value, error = job(gen), None
         except Exception as exc:  # shown in the builder, never raised on the worker
             value, error = None, exc
         with self._lock:
+            done.set()  # under the lock: no quick preview lands after the real one
+            if timer is not None:
+                timer.cancel()
             if gen != self.generation:
                 self.dropped += 1
                 return
             self._deliver(gen, value, error)
+
+    def _run_early(self, gen: int, early: Callable[[int], Any], done: threading.Event) -> None:
+        if done.is_set() or gen != self.generation:
+            return
+        try:
+            quick = early(gen)
+        except Exception:  # the real run reports the error
+            return
+        with self._lock:
+            if not done.is_set() and gen == self.generation:
+                self.early += 1
+                self._deliver_early(gen, quick)
 
     def wait(self, timeout: float | None = None) -> None:
         """Block until the newest request has run (or was superseded and its successor ran)."""

@@ -447,13 +447,41 @@ def test_policy_selector_and_bad_choices(builder):
         builder.policy = "fast"
 
 
-def test_a_quick_host_preview_comes_before_the_real_run(builder, image):
-    builder.add("gaussian_blur", kernel_size=5).add("sobel_edge_detection").wait()
+def test_a_quick_host_preview_comes_before_a_slow_real_run(builder, image, monkeypatch):
+    from hermes_nb.widgets import builder as builder_module
+
+    builder.add("gaussian_blur", kernel_size=3).add("sobel_edge_detection").wait()
+    run, show = builder_module.run_preview, builder.worker._deliver_early
+    compiled = threading.Event()
+
+    def compiling(*args, **kwargs):  # a run whose kernel compiles: slower than the host's
+        compiled.wait(timeout=10)
+        return run(*args, **kwargs)
+
+    def shown(gen, quick):
+        show(gen, quick)
+        compiled.set()  # the host's picture is up: the "compile" ends
+
+    monkeypatch.setattr(builder_module, "run_preview", compiling)
+    monkeypatch.setattr(builder.worker, "_deliver_early", shown)
+    builder.set(0, kernel_size=5).wait()
+    assert compiled.is_set()
     assert builder.worker.early >= 1  # shown before the fused run finished
     quick = builder._quick
     assert quick is not None and quick.png.startswith(b"\x89PNG")
     np.testing.assert_allclose(quick.image, builder.result, rtol=1e-4, atol=ATOL)
     np.testing.assert_allclose(quick.image, _reference_edges(image, 5), rtol=1e-4, atol=ATOL)
+
+
+def test_a_warm_real_run_does_not_wait_for_the_host_preview(builder, image):
+    builder.add("gaussian_blur", kernel_size=5).add("gain_offset", gain=1.5).wait()
+    early = builder.worker.early
+    builder.worker.early_after_s = 1.0  # far beyond a run that compiles nothing (~10 ms)
+    builder.set(1, gain=2.5).wait()  # a scalar: a kernel argument, nothing compiles
+    assert builder.profile.compile_s == 0 and builder.error is None
+    assert builder.worker.early == early  # no host evaluation was shown, nor waited for
+    np.testing.assert_allclose(builder.result, cv2.GaussianBlur(image, (5, 5), 0) * 2.5,
+                               rtol=1e-4, atol=ATOL)
 
 
 # ---- the picture a saved notebook keeps ---------------------------------------------------------
