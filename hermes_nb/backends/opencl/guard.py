@@ -237,9 +237,10 @@ def elf_complete(data: bytes) -> bool:
 
 
 # PoCL specialises a kernel's machine code on its local size, on a zero global offset and on
-# a "small grid" (every global dimension below 2**16), and caches each variant apart: the
-# probe launch keeps all three, with as few work-groups as that allows.
-_SMALL_GRID = 1 << 16
+# a "small grid" (its CPU drivers: the widest global dimension below USHRT_MAX, 65535 itself
+# is large), and caches each variant apart: the probe launch keeps all three, with as few
+# work-groups as that allows.
+_SMALL_GRID = (1 << 16) - 1
 MAX_DEFAULT_LOCAL = 256
 
 
