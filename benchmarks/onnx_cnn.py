@@ -1,7 +1,7 @@
 """A small CNN as an ONNX model: Hermes's fused run on cpu:0 against onnxruntime's CPU run,
 NumPy in and NumPy out, medians of interleaved rounds, and their ratios.
 
-    python -m benchmarks.onnx_cnn [--repeat 30] [--batch 8,256] [--device cpu:0]
+    python -m benchmarks.onnx_cnn [--repeat 60] [--batch 8,256] [--device cpu:0]
 
 The model (built with ``onnx.helper``, seeded random weights, no downloads) is
 Conv → BatchNormalization → Relu → MaxPool → Conv(group=2, strides, pads, dilations) →
@@ -12,8 +12,10 @@ pool a reduction, Gemm a ``fused_matmul``, Softmax three, and reshapes). Two Her
 are timed: ``session.run`` (``model.session(device)``: NumPy in and out like onnxruntime's
 ``InferenceSession.run``, the kernels planned once and replayed) and the lazy
 ``model(x).numpy()``, which builds, plans, places and schedules the graph on every run; its
-kernels' own time is printed too. The three are timed in interleaved rounds of a block of
-runs each. The machine's CPU and vector extensions are printed first.
+kernels' own time is printed too. The session and onnxruntime are timed in interleaved
+rounds of a block of runs each, then the lazy run and onnxruntime apart (a lazy run's
+garbage and background work would otherwise fall on the session's rounds). The machine's
+CPU and vector extensions are printed first.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -74,7 +77,7 @@ ROUNDS = 6
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--repeat", type=int, default=60)
     parser.add_argument("--batch", default="8,256", help="comma-separated batch sizes")
     parser.add_argument("--device", default="cpu:0")
     args = parser.parse_args(argv)
@@ -94,6 +97,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _compare(hm: Any, model: Any, session: Any, batch: int, repeat: int, device: str) -> None:
+    from hermes_nb.runtime import explore
     from hermes_nb.runtime.profile import last_profile
 
     x = np.random.default_rng(1).normal(size=(batch, 3, 32, 32)).astype(np.float32)
@@ -113,18 +117,46 @@ def _compare(hm: Any, model: Any, session: Any, batch: int, repeat: int, device:
     # the first runs compile the kernels; the session's first run plans its replay
     expected, got, replay = ort_run(), hermes_run(), (session_run(), session_run())[1]
     err = max(float(np.max(np.abs(r - expected))) for r in (got, replay))
+    # the steady state: the first lazy run's background calibration of its new kernels on
+    # the other devices (a compile on opencl:0 takes the cores for seconds) done first
+    explore.wait(timeout_s=300)
     kernel_times = []
 
     def hermes_timed() -> None:
         hermes_run()
         kernel_times.append(sum(k.seconds for k in last_profile().kernels))
 
-    runs = {"lazy": hermes_timed, "session": session_run, "ort": ort_run}
+    # session against onnxruntime, then the lazy run against it: apart, since a lazy run's
+    # garbage and background work would land on the session's runs timed after it
+    session_s, ort_s = _interleaved({"session": session_run, "ort": ort_run}, repeat)
+    lazy_s, ort_lazy_s = _interleaved({"lazy": hermes_timed, "ort": ort_run}, repeat)
+    kernels_s = statistics.median(kernel_times)
+    print(f"small CNN, batch {batch}, 3x32x32 float32, medians of {_runs(repeat)} runs in "
+          f"{ROUNDS} interleaved rounds of each pair (max |hermes - onnxruntime| = {err:.1e})")
+    print(f"  hermes session {device}:  {session_s * 1e3:8.3f} ms  (session.run: the planned "
+          "kernels replayed)")
+    print(f"  onnxruntime CPU:        {ort_s * 1e3:8.3f} ms")
+    print(f"  ratio session/ort:      {session_s / ort_s:8.2f}  (below 1: Hermes is faster)")
+    print(f"  hermes lazy {device}:     {lazy_s * 1e3:8.3f} ms  (model(x).numpy(): built, "
+          "planned, placed and scheduled on every run)")
+    print(f"  onnxruntime CPU:        {ort_lazy_s * 1e3:8.3f} ms  (in the lazy run's rounds)")
+    print(f"  ratio lazy/ort:         {lazy_s / ort_lazy_s:8.2f}")
+    print(f"  hermes kernels only:    {kernels_s * 1e3:8.3f} ms  (sum of a lazy run's kernel "
+          "times)")
+    print(f"  ratio kernels/ort:      {kernels_s / ort_lazy_s:8.2f}")
+
+
+def _runs(repeat: int) -> int:
+    return ROUNDS * max(1, repeat // ROUNDS)
+
+
+def _interleaved(runs: dict[str, Callable[[], Any]], repeat: int) -> list[float]:
+    """Each candidate's median time, in rounds of a block of runs each, the order turning
+    each round: a block, not single runs in turn, since each runtime's threads spin for a
+    while after a run (onnxruntime's pool, the OpenMP threads of Numba's kernels) and would
+    slow the other's next run."""
     times: dict[str, list[float]] = {name: [] for name in runs}
-    # rounds of a block of runs each, the order turning each round: a block, not single runs
-    # in turn, since each runtime's threads spin for a while after a run (onnxruntime's pool,
-    # the OpenMP threads of Numba's kernels) and would slow the other's next run
-    block = max(1, repeat // ROUNDS)
+    block = _runs(repeat) // ROUNDS
     for i in range(ROUNDS):
         for name, fn in (list(runs.items()) if i % 2 else list(runs.items())[::-1]):
             fn()  # the first run after the other runtime's, not timed
@@ -132,20 +164,7 @@ def _compare(hm: Any, model: Any, session: Any, batch: int, repeat: int, device:
                 start = time.perf_counter()
                 fn()
                 times[name].append(time.perf_counter() - start)
-    lazy_s, session_s, ort_s = (statistics.median(times[n]) for n in runs)
-    kernels_s = statistics.median(kernel_times)
-    print(f"small CNN, batch {batch}, 3x32x32 float32, medians of {ROUNDS * block} runs in "
-          f"{ROUNDS} interleaved rounds (max |hermes - onnxruntime| = {err:.1e})")
-    print(f"  hermes session {device}:  {session_s * 1e3:8.3f} ms  (session.run: the planned "
-          "kernels replayed)")
-    print(f"  onnxruntime CPU:        {ort_s * 1e3:8.3f} ms")
-    print(f"  ratio session/ort:      {session_s / ort_s:8.2f}  (below 1: Hermes is faster)")
-    print(f"  hermes lazy {device}:     {lazy_s * 1e3:8.3f} ms  (model(x).numpy(): built, "
-          "planned, placed and scheduled on every run)")
-    print(f"  ratio lazy/ort:         {lazy_s / ort_s:8.2f}")
-    print(f"  hermes kernels only:    {kernels_s * 1e3:8.3f} ms  (sum of a lazy run's kernel "
-          "times)")
-    print(f"  ratio kernels/ort:      {kernels_s / ort_s:8.2f}")
+    return [statistics.median(times[name]) for name in runs]
 
 
 if __name__ == "__main__":

@@ -142,10 +142,39 @@ frexp_exponent_f32_ = _f32_bits_intrinsic(
                              ir.FloatType()))
 
 
+class _WideVectorAttributes(ir.values.FunctionAttributes):
+    """A function's attributes plus LLVM's ``"prefer-vector-width"="512"``, which llvmlite's
+    set of known attribute names cannot spell."""
+
+    def __bool__(self) -> bool:  # always written, even with no other attribute
+        return True
+
+    def _to_list(self, ret_type: Any) -> list[str]:
+        return [*super()._to_list(ret_type), '"prefer-vector-width"="512"']
+
+
+@intrinsic
+def wide_vectors_(typingctx: Any) -> Any:
+    """Lets LLVM vectorise the calling function's loops with 512-bit vectors where the CPU
+    has them. LLVM's tuning for Intel's AVX-512 cores (Skylake-X to Emerald Rapids) caps its
+    loops at 256 bits, against the clock drops of early AVX-512 parts; the conv kernels'
+    loops of FMAs run ~30% faster at 512 bits on current ones. A no-op without AVX-512.
+    Called in a ``prange`` body it marks that body's outlined function, where the loops are."""
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        fn = builder.function
+        if not isinstance(fn.attributes, _WideVectorAttributes):
+            wide = _WideVectorAttributes(list(fn.attributes))
+            wide.alignstack, wide.personality = fn.attributes.alignstack, fn.attributes.personality
+            fn.attributes = wide
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
 # ---- generated modules -------------------------------------------------------------------
 INTRINSICS_IMPORT = ("from hermes_nb.codegen.numba_support import ceil_, copysign_, floor_, "
                      "fma_, frexp_exponent_f32_, frexp_mantissa_f32_, pow2_f32_, pow_, rint_, "
-                     "trunc_")
+                     "trunc_, wide_vectors_")
 
 
 def codegen_hash(*files: str) -> str:

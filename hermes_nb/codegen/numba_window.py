@@ -56,6 +56,10 @@ class WindowShape:
     #: a conv's output channels per job, each tap read once for all of them (it divides the
     #: channels of a group)
     channels: int = 1
+    #: a conv's input channels per group when few enough that one loop reads every input
+    #: channel's taps and writes each accumulator once (``0``: one loop per input channel,
+    #: each adding to the accumulators)
+    in_channels: int = 0
 
     @property
     def phases(self) -> int:
@@ -80,15 +84,17 @@ def _scatter(ind: str, shape: WindowShape) -> list[str]:
     return lines
 
 
-def _tap_offset(shape: WindowShape, kh: int | str, kw: int) -> str:
-    """Where tap ``(kh, kw)``'s run starts, from a channel's first phase of image ``n0``."""
+def _tap_offset(shape: WindowShape, kh: int | str, kw: int, base: str = "base") -> str:
+    """Where tap ``(kh, kw)``'s run starts, from a channel's first phase of image ``n0``
+    (``base``)."""
     (sh, sw), (dh, dw) = shape.strides, shape.dilations
     if isinstance(kh, str):  # a row index known at run time
         rh = f"({kh} * {dh})"
-        return (f"base + (({rh} % {sh}) * {sw} + {(kw * dw) % sw}) * G + ({rh} // {sh}) * Wq "
+        return (f"{base} + (({rh} % {sh}) * {sw} + {(kw * dw) % sw}) * G + ({rh} // {sh}) * Wq "
                 f"+ {(kw * dw) // sw}")
     rh = kh * dh
-    return f"base + {(rh % sh) * sw + (kw * dw) % sw} * G + {rh // sh} * Wq + {(kw * dw) // sw}"
+    return (f"{base} + {(rh % sh) * sw + (kw * dw) % sw} * G + {rh // sh} * Wq "
+            f"+ {(kw * dw) // sw}")
 
 
 def _tap_sum(taps: list[int], channel: int | None = None) -> str:
@@ -135,6 +141,30 @@ def _accumulate(ind: str, shape: WindowShape) -> list[str]:
             *(f"{ind}{row}    acc{k}[i] += {_tap_sum(every, k)}" for k in range(block))]
 
 
+def _accumulate_all(ind: str, shape: WindowShape) -> list[str]:
+    """``acc<k>[i] = sum over every input channel's taps``, for each output channel ``k`` of
+    the job, in one loop (``shape.in_channels`` x taps of at most ``UNROLL_TAPS``): each
+    accumulator is written once, never read back (a first layer's 3 input channels would
+    otherwise load and store it three times). Taps are numbered channel by channel."""
+    kh, kw = shape.kernel
+    block, lines, taps = shape.channels, [], []
+    for cl in range(shape.in_channels):
+        lines.append(f"{ind}base{cl} = base + {cl * shape.phases} * G")
+        taps += [(cl, r, c) for r in range(kh) for c in range(kw)]
+    for t, (cl, r, c) in enumerate(taps):
+        off = _tap_offset(shape, r, c, f"base{cl}")
+        lines.append(f"{ind}s{t} = xq[{off}:{off} + L]")
+        lines += [f"{ind}w{k}_{t} = w[m0 + {k}, {cl}, {r}, {c}]" for k in range(block)]
+    every = list(range(len(taps)))
+    return [*lines, f"{ind}for i in range(L):", *(f"{ind}    u{t} = s{t}[i]" for t in every),
+            *(f"{ind}    acc{k}[i] = {_tap_sum(every, k)}" for k in range(block))]
+
+
+def all_channels_fit(kernel: tuple[int, int], in_channels: int) -> bool:
+    """Whether one loop can read every input channel's taps (``WindowShape.in_channels``)."""
+    return in_channels * kernel[0] * kernel[1] <= UNROLL_TAPS
+
+
 def _compact(ind: str, epilogue: _Epilogue | None = None, in_place: bool = False) -> list[str]:
     """Each image's valid outputs (``OW`` of each ``Wq``-wide row) from ``acc`` into
     ``out[n, ch]``, through the epilogue if any (row slices: the loops vectorise); with
@@ -179,12 +209,45 @@ def _pooled(ind: str, epilogue: _Epilogue, pool: ConvPool) -> list[str]:
     names = re.compile(r"\b(" + "|".join(_POOL_NAMES) + r")\b")
     renamed = [[names.sub(lambda m: _POOL_NAMES[m.group(1)], line) for line in part]
                for part in (rows, image)]
+    generic = ["xc = acc[k * S:k * S + OH * Wq].reshape((OH, Wq))", *renamed[1]]
+    if _tiles(pool):
+        (kh_, kw_), dtype = pool.shape.kernel, pool.shape.dtype
+        renamed[0].append(f"hp = np.empty(OH * (Wq // {kw_}), np.{dtype})")
+        # at run time: rows of whole windows (Wq a multiple of their width), every window
+        # inside the result (a ceil-mode pool's last ones are not)
+        generic = [f"if Wq % {kw_} == 0 and POH * {kh_} <= OH and POW * {kw_} <= OW:",
+                   *(f"    {line}" for line in _tiled_pool(pool)),
+                   "else:", *(f"    {line}" for line in generic)]
     return [f"{ind}pph, ppw = {pool.pads[0]}, {pool.pads[1]}",
             f"{ind}pfill = np.{pool.shape.dtype}({pool_identity(pool.mode, pool.shape.dtype)})",
             *(f"{ind}{line}" for line in renamed[0]),
             *_compact(ind, epilogue, in_place=True),
-            f"{ind}    xc = acc[k * S:k * S + OH * Wq].reshape((OH, Wq))",
-            *(f"{ind}    {line}" for line in renamed[1])]
+            *(f"{ind}    {line}" for line in generic)]
+
+
+def _tiles(pool: ConvPool) -> bool:
+    """Whether ``pool``'s windows tile the convolution's result: no padding, no dilation,
+    the windows as far apart as they are wide (a 2 x 2 max pool of stride 2)."""
+    shape = pool.shape
+    return (pool.pads == (0, 0) and shape.dilations == (1, 1)
+            and shape.kernel == shape.strides)
+
+
+def _tiled_pool(pool: ConvPool) -> list[str]:
+    """A tiling pool over one image's ``OH`` rows (``Wq`` apart in ``acc``): each row's
+    windows combined across its columns in one loop over the whole image (``hp``, ``HW``
+    windows a row; a long loop vectorises where ``POW``-long row loops would not), then
+    each output row from its window's rows of ``hp``."""
+    (kh_, kw_), mode = pool.shape.kernel, pool.mode
+    return ["xc = acc[k * S:k * S + OH * Wq]", f"HW = Wq // {kw_}",
+            "for q in range(OH * HW):", f"    t = xc[q * {kw_}]",
+            *(f"    {_take(mode, f'xc[q * {kw_} + {c}]')}" for c in range(1, kw_)),
+            "    hp[q] = t",
+            "for po in range(POH):", "    prow = o[po]",
+            *(f"    h{r} = hp[(po * {kh_} + {r}) * HW:]" for r in range(kh_)),
+            "    for i in range(POW):", "        t = h0[i]",
+            *(f"        {_take(mode, f'h{r}[i]')}" for r in range(1, kh_)),
+            "        prow[i] = t"]
 
 
 @dataclass
@@ -248,13 +311,13 @@ def _prologue(shape: WindowShape) -> list[str]:
         "    N, C, H, W = x.shape", "    OH, OW = out.shape[2], out.shape[3]",
         "    S = Hq * Wq + Wq  # one phase of one image, with a row of slack",
         "    G = N * S  # one phase of every image", f"    KH = {shape.kernel[0]}",
-        "    for job in prange(N * C):", "        n = job // C", "        c = job - n * C",
-        *_scatter("        ", shape),
+        "    for job in prange(N * C):", "        wide_vectors_()",
+        "        n = job // C", "        c = job - n * C", *_scatter("        ", shape),
         "    blocks = (N + NB - 1) // NB",
         f"    MJ = M // {shape.channels}  # jobs per image block: a block of channels each",
         # the channels of one image block are neighbouring jobs: a thread's share of the
         # jobs reuses each block's scratch from its cache for every channel
-        "    for job in prange(MJ * blocks):",
+        "    for job in prange(MJ * blocks):", "        wide_vectors_()",
         "        b = job // MJ", f"        m0 = (job - b * MJ) * {shape.channels}",
         "        n0 = b * NB", "        nb = min(NB, N - n0)",
         "        L = (nb - 1) * S + OH * Wq",
@@ -297,12 +360,14 @@ def render_conv(shape: WindowShape, epilogue: Program | None = None,
               f"def kernel({', '.join(['x, w, out, xq, groups, ph, pw, Hq, Wq, NB', *extra])}):",
               "    M, Cg = w.shape[0], w.shape[1]", "    Mg = M // groups",
               *_prologue(shape),
-              f"        accs = np.zeros(({shape.channels}, L), {t})",
+              f"        accs = np.{'empty' if shape.in_channels else 'zeros'}"
+              f"(({shape.channels}, L), {t})",
               *(f"        acc{k} = accs[{k}]" for k in range(shape.channels)),
               "        first = (m0 // Mg) * Cg  # the group's first input channel",
-              "        for cl in range(Cg):",
-              f"            base = (first + cl) * {shape.phases} * G + n0 * S",
-              *_accumulate("            ", shape),
+              *(_accumulate_channels(shape) if shape.in_channels else
+                ["        for cl in range(Cg):",
+                 f"            base = (first + cl) * {shape.phases} * G + n0 * S",
+                 *_accumulate("            ", shape)]),
               f"        for mi in range({shape.channels}):",
               "            ch = m0 + mi", "            acc = accs[mi]",
               *(_compact("            ", epi) if pool is None or epi is None else
@@ -311,6 +376,13 @@ def render_conv(shape: WindowShape, epilogue: Program | None = None,
         at = lines.index("    OH, OW = out.shape[2], out.shape[3]")
         lines[at:at + 1] = ["    OH, OW = COH, COW", "    POH, POW = out.shape[2], out.shape[3]"]
     return "\n".join(lines)
+
+
+def _accumulate_channels(shape: WindowShape) -> list[str]:
+    """The job's accumulation over its group's ``shape.in_channels`` input channels at once
+    (``Cg`` must equal it: the launcher builds the kernel for its layer's weights)."""
+    return [f"        base = first * {shape.phases} * G + n0 * S",
+            *_accumulate_all("        ", shape)]
 
 
 def _take(mode: str, value: str) -> str:
@@ -377,8 +449,9 @@ def render_pool(shape: WindowShape, mode: str) -> str:
               "def kernel(x, out, ph, pw):",
               "    N, C, H, W = x.shape", "    OH, OW = out.shape[2], out.shape[3]",
               f"    fill = {t}({pool_identity(mode, shape.dtype)})", *_pool_bounds("    ", shape),
-              "    for job in prange(N * C):", "        n = job // C", "        c = job - n * C",
-              "        xc = x[n, c]", "        o = out[n, c]", f"        tmp = np.empty(W, {t})",
+              "    for job in prange(N * C):", "        wide_vectors_()",
+              "        n = job // C", "        c = job - n * C", "        xc = x[n, c]",
+              "        o = out[n, c]", f"        tmp = np.empty(W, {t})",
               "        for oh in range(OH):", "            r = o[oh]",
               *_pool_rows("            ", shape, mode),
               *_pool_columns("            ", shape, mode), ""]

@@ -231,6 +231,31 @@ def test_a_pool_after_conv_and_activation_joins_the_conv(
         assert len(plan.kernels) == 1 and plan.kernels[0].ops[-1] == "pool"
 
 
+@pytest.mark.parametrize("mode", ["max", "sum"])
+@pytest.mark.parametrize("width, taps", [(12, 3), (13, 3), (12, 2)],
+                         ids=["whole-windows", "odd-padded-width", "odd-last-column"])
+def test_a_tiling_pool_joined_to_a_conv(device: Any, generated: None, mode: str, width: int,
+                                        taps: int) -> None:
+    """A 2 x 2 pool of stride 2 after conv + ReLU: on cpu:0 one loop over each image where
+    the padded rows hold whole windows, row by row where not (an odd padded width), an odd
+    last column or row dropped; a NaN spreads through the max as through NumPy's."""
+    rng = np.random.default_rng(width + taps)
+    x = rng.normal(size=(2, 3, 9, width)).astype(np.float32)
+    x[1, 2, 4, 5] = np.nan
+    w = rng.normal(size=(4, 3, taps, taps)).astype(np.float32)
+    pads = (1, 1, 1, 1) if taps == 3 else (0, 0, 0, 0)
+    with hm.device(device):
+        y = pool(hm.relu(conv(x, w, pads=pads)), mode, (2, 2), (2, 2))
+        plan, got = y.explain(), y.numpy()
+    activated = np.maximum(_torch_conv(x, w, (1, 1), pads, (1, 1), 1), 0)
+    expected = _loop_pool(activated, mode, (2, 2), (2, 2), (0, 0, 0, 0), (1, 1))
+    assert np.isnan(expected).any()
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    if device.id == "cpu:0":
+        (fused,) = plan.kernels
+        assert "for q in range(OH * HW):" in fused.source
+
+
 def test_a_conv_read_twice_keeps_its_pool_apart(device: Any, generated: None) -> None:
     rng = np.random.default_rng(7)
     x, w = rng.normal(size=(2, 3, 10, 10)).astype(np.float32), \

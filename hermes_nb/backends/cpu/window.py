@@ -138,7 +138,12 @@ def _plan(spec: OpSpec) -> _Plan:
     (sh, sw), (h, w) = g.strides, x_shape[2:]
     core = np.dtype(spec.attrs.get("conv_dtype", spec.dtype))  # the window's own dtype
     block = _channel_block(spec.in_shapes[1][0] // int(spec.attrs["groups"])) if conv else 1
-    shape = _numba_window().WindowShape(g.kernel, g.strides, g.dilations, core.name, block)
+    gen = _numba_window()
+    # few input channels (a first layer's colours): all of them in one loop
+    in_channels = spec.in_shapes[1][1] if conv else 0
+    if not (conv and gen.all_channels_fit(g.kernel, in_channels)):
+        in_channels = 0
+    shape = gen.WindowShape(g.kernel, g.strides, g.dilations, core.name, block, in_channels)
     rank = len(spec.shape)
     planes = tuple(all(d == 1 for d in ((1,) * (rank - len(e)) + tuple(e))[2:])
                    for e in spec.in_shapes[2:])
