@@ -20,6 +20,7 @@ import contextlib
 import importlib.util
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -151,9 +152,18 @@ def _close_all() -> None:
         connection.close()
 
 
+def _asyncssh() -> Any:
+    """asyncssh, imported without the deprecation warning cryptography 51 gives when
+    asyncssh's import names its DSA classes (nothing Hermes does uses DSA)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="DSA is deprecated", category=UserWarning)
+        import asyncssh
+    return asyncssh
+
+
 def _ssh_error(target: SSHTarget, exc: BaseException, known_hosts: Any) -> ClusterError:
     """asyncssh's and the OS's connect errors as one ClusterError naming what to check."""
-    import asyncssh
+    asyncssh = _asyncssh()
 
     name = type(exc).__name__
     if isinstance(exc, asyncssh.PermissionDenied):
@@ -176,7 +186,7 @@ def _ssh_error(target: SSHTarget, exc: BaseException, known_hosts: Any) -> Clust
 
 async def _open_tunnel(target: SSHTarget, ports: Sequence[int], options: dict[str, Any]) -> Any:
     """Log in, check the scheduler port answers on the remote side, forward each port."""
-    import asyncssh
+    asyncssh = _asyncssh()
 
     try:
         ssh = await asyncssh.connect(target.host, port=target.port, username=target.user,
@@ -196,7 +206,7 @@ async def _open_tunnel(target: SSHTarget, ports: Sequence[int], options: dict[st
 
 
 async def _probe(ssh: Any, target: SSHTarget, port: int) -> None:
-    import asyncssh
+    asyncssh = _asyncssh()
 
     try:
         _, writer = await ssh.open_connection(LOCALHOST, port)
