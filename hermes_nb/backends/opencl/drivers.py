@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import re
+import sysconfig
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -132,10 +133,26 @@ def _icd_libraries() -> list[str]:
                 name = icd.read_text().strip()
             except OSError:
                 continue
-            path = Path(name) if Path(name).is_absolute() else folder / name
-            stat = path.stat() if path.exists() else None
-            libs.append(f"{path}:{stat.st_size if stat else 0}:{int(stat.st_mtime) if stat else 0}")
+            path = Path(name) if Path(name).is_absolute() else _library_path(folder, name)
+            size = path.stat().st_size if path.exists() else 0
+            # the file's name and size, not its folder or mtime: a new virtual environment
+            # (pip's copy of a wheel's driver, whose name holds a hash of its contents, is
+            # dated at install) keeps the kernels its driver built before
+            libs.append(f"{path.name}:{size}")
     return libs
+
+
+def _library_path(icd_folder: Path, name: str) -> Path:
+    """Where a driver named in an ICD file is: beside the file (a wheel's), else in the
+    system's library folders (an ICD file of the system names a bare soname)."""
+    beside = icd_folder / name
+    if beside.exists() or "/" in name:
+        return beside
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    for lib in (f"/usr/lib/{multiarch}", "/usr/lib64", "/usr/lib", "/usr/local/lib"):
+        if (Path(lib) / name).exists():
+            return Path(lib) / name
+    return beside
 
 
 @functools.cache
