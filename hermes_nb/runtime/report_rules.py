@@ -133,13 +133,17 @@ def waits(profile: Profile, events: tuple[list[KernelRun], list[Any]] | None = N
             waited.append((run, plan, ready))
     if not waited:
         return []
-    ran = _intervals(kernels)
+    # what each device ran, builds left out: a wait for another kernel's compile is the
+    # compile's (paid once, and its own suggestion), not a reason to move a kernel
+    ran: dict[str, list[tuple[float, float]]] = {}
+    for k in kernels:
+        ran.setdefault(k.device, []).append((k.run_start, k.end))
     busy: dict[str, list[tuple[float, float]]] | None = None  # made once a kernel waited
     found = []
     for run, plan, ready in waited:
         if len(ran[run.device]) < 2:  # its device ran nothing else: it waited for nothing
             continue
-        others = [i for i in ran[run.device] if i != (run.start, run.end)]
+        others = [i for i in ran[run.device] if i != (run.run_start, run.end)]
         wait = _overlap(others, ready, run.start)
         if wait < WAIT_MIN_S:
             continue

@@ -192,3 +192,51 @@ def test_views_render_and_monitor_is_live(lab_page: LabPage):
     lab_page.screenshot("fusion-source", page.locator(".hermes-fusion").first)
     lab_page.screenshot("page")
     assert_clean(lab_page, "views.ipynb")
+
+
+LOG_MARKER = "log-view-check"
+REPORT_CELLS = [
+    SETUP,
+    # a warning through the logger every Hermes module logs under
+    f"import logging\nlogging.getLogger('hermes_nb.runtime').warning('{LOG_MARKER}: on cpu:0')",
+    "%%hermes --report --device cpu:0\n"
+    "edges = hm.compose(hm.gaussian_blur(kernel_size=5), hm.sobel_edge_detection())(img)\n"
+    "s = (hm.asarray(a) * 2 + 1).sum()",
+    "hm.logs().view()",
+]
+
+
+def test_report_and_log_view(lab_page: LabPage):
+    """``%%hermes --report`` shows the hotspot report (the wall time split, kernels under the
+    cell's names, suggestions); the log view lists the process's records and its level
+    filter hides a warning and shows it again."""
+    page = lab_page.page
+    run_notebook(lab_page, "report.ipynb", REPORT_CELLS)
+    wait_all_cells_run(page, 180_000)
+    report = page.locator(".hermes-report").first
+    report.wait_for()
+    text = report.inner_text()
+    for part in ("Hotspot report", "Wall time per device", "Kernels by time", "Suggestions",
+                 "What fusion saved", "edges", "cpu:0"):
+        assert part in text, f"{part!r} not in the report"
+    lab_page.screenshot("report", report)
+    view = page.locator(".hermes-log-view").first
+    view.wait_for()
+    row = view.locator("tr", has_text=LOG_MARKER).first
+    row.wait_for(timeout=30_000)
+    assert "WARNING" in row.inner_text().upper()
+    level = view.locator(".widget-dropdown", has_text="level").locator("select")
+    level.select_option("error")
+    page.wait_for_function(
+        "m => !document.querySelector('.hermes-log-view').textContent.includes(m)",
+        arg=LOG_MARKER, timeout=10_000)
+    level.select_option("warning")
+    row.wait_for(timeout=10_000)
+    lab_page.screenshot("log-view", view)
+    # the one output on stderr is the warning the notebook logged itself
+    assert [LOG_MARKER in text for text in stderr_outputs(page)] == [True]
+    assert widget_errors(page) == []
+    save_notebook(page)
+    assert saved_errors(lab_page.server, "report.ipynb") == []
+    assert unexpected_console_errors(lab_page) == []
+    assert lab_page.external_requests == []

@@ -210,6 +210,15 @@ def test_waiting_suggestion() -> None:
     assert "waiting" not in _kinds(report(busy, peaks={}))
 
 
+def test_a_wait_for_another_kernels_compile_is_no_wait() -> None:
+    """The second kernel queued behind the first one's compile: the compile suggestion says
+    so; no advice to move a kernel to the idle device."""
+    p = waiting_profile(0.3)
+    p.kernels[0] = _run("hermes-a-1", "opencl:0", 0.0, 0.4, compile_s=0.3995)  # ran 0.5 ms
+    assert report_rules.waits(p) == []
+    assert "waiting" not in _kinds(report(p, peaks={}))
+
+
 def test_a_late_start_on_an_idle_device_is_no_wait() -> None:
     """A kernel that starts late while its device runs nothing (the host was planning, as
     the no-device rule says) did not wait for its device: no advice to move it."""
