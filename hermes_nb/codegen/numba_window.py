@@ -143,11 +143,14 @@ def _accumulate(ind: str, shape: WindowShape) -> list[str]:
 
 def _accumulate_all(ind: str, shape: WindowShape) -> list[str]:
     """``acc<k>[i] = sum over every input channel's taps``, for each output channel ``k`` of
-    the job, in one loop (``shape.in_channels`` x taps of at most ``UNROLL_TAPS``): each
-    accumulator is written once, never read back (a first layer's 3 input channels would
-    otherwise load and store it three times). Taps are numbered channel by channel."""
+    the job (its group's ``shape.in_channels``, which ``Cg`` must equal: the launcher builds
+    the kernel for its layer's weights), in one loop (``shape.in_channels`` x taps of at
+    most ``UNROLL_TAPS``): each accumulator is written once, never read back (a first
+    layer's 3 input channels would otherwise load and store it three times). Taps are
+    numbered channel by channel."""
     kh, kw = shape.kernel
-    block, lines, taps = shape.channels, [], []
+    block, taps = shape.channels, []
+    lines = [f"{ind}base = first * {shape.phases} * G + n0 * S"]
     for cl in range(shape.in_channels):
         lines.append(f"{ind}base{cl} = base + {cl * shape.phases} * G")
         taps += [(cl, r, c) for r in range(kh) for c in range(kw)]
@@ -364,7 +367,7 @@ def render_conv(shape: WindowShape, epilogue: Program | None = None,
               f"(({shape.channels}, L), {t})",
               *(f"        acc{k} = accs[{k}]" for k in range(shape.channels)),
               "        first = (m0 // Mg) * Cg  # the group's first input channel",
-              *(_accumulate_channels(shape) if shape.in_channels else
+              *(_accumulate_all("        ", shape) if shape.in_channels else
                 ["        for cl in range(Cg):",
                  f"            base = (first + cl) * {shape.phases} * G + n0 * S",
                  *_accumulate("            ", shape)]),
@@ -376,13 +379,6 @@ def render_conv(shape: WindowShape, epilogue: Program | None = None,
         at = lines.index("    OH, OW = out.shape[2], out.shape[3]")
         lines[at:at + 1] = ["    OH, OW = COH, COW", "    POH, POW = out.shape[2], out.shape[3]"]
     return "\n".join(lines)
-
-
-def _accumulate_channels(shape: WindowShape) -> list[str]:
-    """The job's accumulation over its group's ``shape.in_channels`` input channels at once
-    (``Cg`` must equal it: the launcher builds the kernel for its layer's weights)."""
-    return [f"        base = first * {shape.phases} * G + n0 * S",
-            *_accumulate_all("        ", shape)]
 
 
 def _take(mode: str, value: str) -> str:

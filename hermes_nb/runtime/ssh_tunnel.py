@@ -17,6 +17,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import functools
 import importlib.util
 import os
 import threading
@@ -152,6 +153,7 @@ def _close_all() -> None:
         connection.close()
 
 
+@functools.cache  # the warning filters are process-wide: changed once, at the import
 def _asyncssh() -> Any:
     """asyncssh, imported without the deprecation warning cryptography 51 gives when
     asyncssh's import names its DSA classes (nothing Hermes does uses DSA)."""

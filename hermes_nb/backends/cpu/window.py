@@ -141,8 +141,7 @@ def _plan(spec: OpSpec) -> _Plan:
     gen = _numba_window()
     # few input channels (a first layer's colours): all of them in one loop
     in_channels = spec.in_shapes[1][1] if conv else 0
-    if not (conv and gen.all_channels_fit(g.kernel, in_channels)):
-        in_channels = 0
+    in_channels = in_channels if in_channels and gen.all_channels_fit(g.kernel, in_channels) else 0
     shape = gen.WindowShape(g.kernel, g.strides, g.dilations, core.name, block, in_channels)
     rank = len(spec.shape)
     planes = tuple(all(d == 1 for d in ((1,) * (rank - len(e)) + tuple(e))[2:])
