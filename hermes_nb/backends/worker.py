@@ -47,12 +47,14 @@ def _inject(fault: str | None, vector: bool = False) -> None:
 def _program(ref: tuple[int, int, str], source: str, options: str, fault: str | None) -> Any:
     import pyopencl as cl
 
+    from hermes_nb.backends.opencl.build import build_program
+
     key = ((ref[0], ref[1]), source, options)
     if key not in _programs:
         _inject(fault)
         _, ctx, _ = _device(ref)
         text = "/* empty */" if fault == "nokernels" else source
-        _programs[key] = cl.Program(ctx, text).build(options=options or None)
+        _programs[key] = build_program(cl, ctx, text, options)
     return _programs[key]
 
 

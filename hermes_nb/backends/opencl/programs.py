@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from hermes_nb import logrecords
+from hermes_nb.backends.opencl.build import build_program
 from hermes_nb.cache import save_source
 
 log = logging.getLogger("hermes_nb.backends")
@@ -23,7 +24,7 @@ def _build(cl: Any, context: Any, source: str, device: str = "", kernel: str = "
     try:
         with logrecords.build_warnings(device=device, kernel=kernel), \
                 logrecords.native_stderr(device, kernel, "build"):
-            program = cl.Program(context, source).build()
+            program = build_program(cl, context, source)
         logrecords.emit(logging.DEBUG, f"built OpenCL program for {kernel or 'a kernel'}",
                         logger=log.name, device=device, kernel=kernel, category="compile",
                         detail=_build_log(cl, program))

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from hermes_nb.backends.opencl.build import build_program
+
 _N = 1024
 _FUNCS = ("exp(x)", "hypot(x, y)", "sin(x)", "cos(x)", "pow(y, x)", "fma(x, y, x)",
           "sqrt(y)", "tanh(x)")
@@ -70,8 +72,8 @@ def _check_maths(dtype: str, width: int, ctx: Any, queue: Any) -> str:
     import pyopencl.array as cla
 
     x, y = _inputs(dtype)
-    prg = cl.Program(ctx, maths_source(dtype, width)).build()
-    out = cla.zeros(queue, (len(_FUNCS), _N), dtype)
+    prg = build_program(cl, ctx, maths_source(dtype, width))
+    out = cla.to_device(queue, np.zeros((len(_FUNCS), _N), dtype))
     dx, dy = cla.to_device(queue, x), cla.to_device(queue, y)
     items = _N // width
     prg.maths(queue, (items,), None, out.data, dx.data, dy.data, np.int64(items))
@@ -91,8 +93,8 @@ def _check_local(ctx: Any, queue: Any) -> str:
 
     group = 64
     x = np.arange(4 * group, dtype=np.float32)
-    prg = cl.Program(ctx, LOCAL_SOURCE).build()
-    out = cla.zeros(queue, x.shape, np.float32)
+    prg = build_program(cl, ctx, LOCAL_SOURCE)
+    out = cla.to_device(queue, np.zeros(x.shape, np.float32))
     prg.reverse(queue, x.shape, (group,), out.data, cla.to_device(queue, x).data,
                 cl.LocalMemory(group * 4))
     want = x.reshape(-1, group)[:, ::-1].ravel()
