@@ -58,53 +58,97 @@ class ArrayOps:
         return self._ndimage
 
     def run(self, spec: OpSpec, inputs: Sequence[Any]) -> Any:
-        xp = self.xp
-        op = spec.op
-        with np.errstate(all="ignore"):  # NaN/Inf/overflow follow IEEE/NumPy, silently
-            if op in self.elementwise:
-                out = self.elementwise[op](*inputs)
-            else:
-                out = getattr(self, f"_{op}")(spec, *inputs)
-            out = xp.asarray(out)
-            if out.dtype != spec.dtype:  # astype: this conversion is the op
-                out = convert(xp, out, spec.dtype)
-        if out.shape != spec.shape:
-            out = xp.broadcast_to(out, spec.shape)
-        # not ascontiguousarray: it turns 0-d arrays into 1-d ones
-        return out if out.flags.c_contiguous else out.copy(order="C")
+        return self.launcher(spec)(inputs)
 
-    def _fused_elementwise(self, spec: OpSpec, *inputs: Any) -> Any:
-        return self._evaluate(spec.attrs["program"], inputs)
+    def launcher(self, spec: OpSpec) -> Callable[[Sequence[Any]], Any]:
+        """``run`` of ``spec`` as a function of its inputs, with what depends on ``spec``
+        alone (the function to call, a program's steps and constants) decided once: a
+        replay launches one spec at every run, where a small op's lookups cost more than
+        its arithmetic."""
+        xp, dtype, shape = self.xp, spec.dtype, tuple(spec.shape)
+        compute = self._compute(spec)
+
+        def launch(inputs: Sequence[Any]) -> Any:
+            with np.errstate(all="ignore"):  # NaN/Inf/overflow follow IEEE/NumPy, silently
+                out = xp.asarray(compute(inputs))
+                if out.dtype != dtype:  # astype: this conversion is the op
+                    out = convert(xp, out, dtype)
+            if out.shape != shape:
+                out = xp.broadcast_to(out, shape)
+            # not ascontiguousarray: it turns 0-d arrays into 1-d ones
+            return out if out.flags.c_contiguous else out.copy(order="C")
+
+        return launch
+
+    def _compute(self, spec: OpSpec) -> Callable[[Sequence[Any]], Any]:
+        """``spec``'s value from its inputs, before ``launch`` fixes its dtype and shape."""
+        op = spec.op
+        if op in self.elementwise:
+            function = self.elementwise[op]
+            return lambda inputs: function(*inputs)
+        if op == "fused_elementwise":
+            return self._evaluator(spec.attrs["program"])
+        if op == "fused_reduce":
+            return self._reducer(spec)
+        method = getattr(self, f"_{op}")
+        return lambda inputs: method(spec, *inputs)
+
+    def _evaluator(self, program: Any) -> Callable[[Sequence[Any]], Any]:
+        """``program``'s first output over its inputs, instruction by instruction; its
+        constants converted once (read-only: they are shared by every call)."""
+        result = program.outputs[0]
+        if not program.instrs and result < program.n_inputs:
+            return lambda inputs: inputs[result]  # a prologue that passes its input on
+        xp, functions = self.xp, self.elementwise
+        consts = [xp.asarray(v, dtype=d) for v, d in program.consts]
+        if result < program.n_inputs + len(consts):  # a constant: a fresh array each time
+            return lambda inputs: consts[result - program.n_inputs].copy()
+        steps = [(functions[i.op], i.args, np.dtype(i.dtype)) for i in program.instrs]
+
+        def evaluate(inputs: Sequence[Any]) -> Any:
+            values = [*inputs, *consts]
+            for function, args, dtype in steps:
+                values.append(convert(xp, xp.asarray(function(*(values[a] for a in args))),
+                                      dtype))
+            return values[result]
+
+        return evaluate
 
     def _evaluate(self, program: Any, inputs: Sequence[Any]) -> Any:
-        """``program``'s first output over ``inputs``, instruction by instruction."""
-        if not program.instrs and program.outputs[0] < len(inputs):
-            return inputs[program.outputs[0]]  # a prologue that passes its input on
-        xp, functions = self.xp, self.elementwise
-        values: list[Any] = list(inputs)
-        values += [xp.asarray(v, dtype=d) for v, d in program.consts]
-        for instr in program.instrs:
-            out = functions[instr.op](*(values[a] for a in instr.args))
-            values.append(convert(xp, xp.asarray(out), np.dtype(instr.dtype)))
-        return values[program.outputs[0]]
+        return self._evaluator(program)(inputs)
+
+    def _program_over(self, program: Any, shape: tuple[int, ...]
+                      ) -> Callable[[Sequence[Any]], Any]:
+        """``program`` over its inputs broadcast to ``shape`` (the interpreter above)."""
+        xp, evaluate = self.xp, self._evaluator(program)
+        dtype, shape = np.dtype(program.dtype_of(program.outputs[0])), tuple(shape)
+
+        def over(inputs: Sequence[Any]) -> Any:
+            out = xp.asarray(evaluate(inputs)).astype(dtype, copy=False)
+            return out if out.shape == shape else xp.broadcast_to(out, shape)
+
+        return over
 
     def _program(self, program: Any, shape: tuple[int, ...], inputs: Sequence[Any]) -> Any:
-        """``program`` over ``inputs`` broadcast to ``shape`` (the interpreter above)."""
-        out = self.xp.asarray(self._evaluate(program, inputs))
-        out = out.astype(np.dtype(program.dtype_of(program.outputs[0])), copy=False)
-        return out if out.shape == tuple(shape) else self.xp.broadcast_to(out, shape)
+        return self._program_over(program, shape)(inputs)
 
-    def _fused_reduce(self, spec: OpSpec, *inputs: Any) -> Any:
-        """Reference semantics: prologue, reduction, epilogue, each value materialised."""
-        a = spec.attrs
+    def _reducer(self, spec: OpSpec) -> Callable[[Sequence[Any]], Any]:
+        """A ``fused_reduce`` with reference semantics: prologue, reduction, epilogue, each
+        value materialised."""
+        a, xp = spec.attrs, self.xp
         n = a["n_prologue"]
-        value = self._program(a["prologue"], a["in_shape"], inputs[:n])
+        prologue = self._program_over(a["prologue"], a["in_shape"])
         red = OpSpec(a["reduce"], (), np.dtype(a["reduce_dtype"]), (), (),
                      {"axes": a["axes"], "keepdims": a["keepdims"]}, "")
-        out = self.xp.asarray(getattr(self, f"_{a['reduce']}")(red, value))
-        if a["epilogue"] is None:
-            return out
-        return self._program(a["epilogue"], spec.shape, [out, *inputs[n:]])
+        reduce = getattr(self, f"_{a['reduce']}")
+        epilogue = (self._program_over(a["epilogue"], spec.shape)
+                    if a["epilogue"] is not None else None)
+
+        def compute(inputs: Sequence[Any]) -> Any:
+            out = xp.asarray(reduce(red, prologue(inputs[:n])))
+            return out if epilogue is None else epilogue([out, *inputs[n:]])
+
+        return compute
 
     def _fused_matmul(self, spec: OpSpec, a: Any, b: Any, *rest: Any) -> Any:
         """Reference semantics: the product, then the epilogue over it."""
@@ -133,11 +177,7 @@ class ArrayOps:
                               "border": stage.border, "separable": stage.separable}, spec.device)
                 values.append(self._conv2d(conv, values[stage.source]))
             else:
-                point = OpSpec("fused_elementwise", spec.shape, np.dtype(dtype),
-                               tuple(spec.shape for _ in stage.sources),
-                               tuple(values[i].dtype for i in stage.sources),
-                               {"program": stage.program}, spec.device)
-                values.append(self._fused_elementwise(point, *(values[i] for i in stage.sources)))
+                values.append(self._evaluate(stage.program, [values[i] for i in stage.sources]))
         return values[-1]
 
     # sources

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -94,11 +93,13 @@ class CPUDevice(Device):
         """``execute`` of ``spec`` with the runner, whether Numba runs it and (for a window
         op) its plan and kernel decided once."""
         run = self._EXECUTORS.get(spec.op)
-        if run is None:
-            return functools.partial(self._ops.run, spec)
-        generated = self.runs_generated_kernel(spec)
+        generated = run is not None and self.runs_generated_kernel(spec)
+        if run is None or (not generated and run in (cpu_reduce.run_reduce, _run_elementwise)):
+            return self._ops.launcher(spec)  # NumPy op by op, as execute runs it
         if run is cpu_window.run_window:
             return cpu_window.launcher(self._ops, spec, generated)
+        if run is cpu_matmul.run_matmul:
+            return cpu_matmul.launcher(self._ops, spec, generated)
         ops = self._ops
         return lambda inputs: run(ops, spec, inputs, generated)
 

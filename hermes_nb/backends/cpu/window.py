@@ -45,17 +45,24 @@ def run_window(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bo
 
 def launcher(ops: ArrayOps, spec: OpSpec, generated: bool) -> Callable[[Sequence[Any]], Any]:
     """:func:`run_window` of ``spec`` as a function of its inputs, its plan and kernel
-    worked out once (a replay launches one spec at every run)."""
+    worked out once (a replay launches one spec at every run), with a scratch copy of its
+    own."""
     if not generated:
         return functools.partial(ops.run, spec)
-    return _Launch(spec)
+    return _Launch(spec, keeps_scratch=True)
+
+
+#: elements from which a weight or epilogue input is not kept prepared between launches
+_PREPARED_ELEMENTS = 1 << 20
 
 
 class _Launch:
     """One generated window spec: its plan made when it is, its kernel looked up at the
-    first launch (built then, if need be), both kept."""
+    first launch (built then, if need be), both kept. A launcher launched again (a replay's)
+    also keeps what it made of the same small inputs (their broadcast views, 3 us each) and,
+    with ``keeps_scratch``, one scratch copy, which a concurrent launch leaves to the pool."""
 
-    def __init__(self, spec: OpSpec) -> None:
+    def __init__(self, spec: OpSpec, keeps_scratch: bool = False) -> None:
         self.spec, self.plan, self.kernel = spec, _plan(spec), None
         self.parallel = work(spec) >= PARALLEL_MIN_WORK
         plan = self.plan
@@ -64,6 +71,9 @@ class _Launch:
         self.params = plan.epilogue.arguments() if plan.epilogue is not None else ()
         self.sizes = ((math.prod(self.conv_shape[2:-1]), self.conv_shape[-1])
                       if plan.pool is not None else ())
+        self._prepared: tuple[tuple[Any, ...], Any, list[np.ndarray]] | None = None
+        self._scratch_lock = threading.Lock() if keeps_scratch else None
+        self._kept_scratch: np.ndarray | None = None
 
     def __call__(self, inputs: Sequence[Any]) -> np.ndarray:
         spec = self.spec
@@ -87,18 +97,42 @@ class _Launch:
             self.kernel = kernel
             kernel(x, out, g.pads[0], g.pads[1])
             return
-        # the epilogue's other inputs, broadcast (no copy) to the convolution's 4-D shape
-        conv_shape = self.conv_shape
-        conv4 = (*conv_shape[:2], -1, conv_shape[-1])
-        others = [np.broadcast_to(e, conv_shape).reshape(conv4) for e in inputs[2:]]
-        weights = np.ascontiguousarray(inputs[1]).reshape(out.shape[1], -1, *g.kernel)
+        weights, others = self._weights_and_others(inputs, out.shape[1])
         layout = (plan.shape, x.shape, g.pads[0], g.pads[1], plan.hq, plan.wq)
         kernel = self.kernel or _conv_kernel(plan, out.dtype.name)
         self.kernel = kernel
+        args = (int(spec.attrs["groups"]), g.pads[0], g.pads[1], plan.hq, plan.wq,
+                _block(plan.hq, plan.wq), *self.sizes, *others, *self.params)
+        lock = self._scratch_lock
+        if lock is not None and lock.acquire(blocking=False):
+            try:
+                if self._kept_scratch is None:
+                    self._kept_scratch = _new_scratch(layout)
+                kernel(x, weights, out, self._kept_scratch, *args)
+            finally:
+                lock.release()
+            return
         with _scratch(layout) as xq:
-            kernel(x, weights, out, xq, int(spec.attrs["groups"]), g.pads[0], g.pads[1],
-                   plan.hq, plan.wq, _block(plan.hq, plan.wq), *self.sizes, *others,
-                   *self.params)
+            kernel(x, weights, out, xq, *args)
+
+    def _weights_and_others(self, inputs: Sequence[Any], channels: int
+                            ) -> tuple[Any, list[np.ndarray]]:
+        """The weights as (M, Cg, KH, KW) and the epilogue's other inputs broadcast (no copy)
+        to the convolution's 4-D shape; the same as the last launch's where its inputs
+        are the same small C-contiguous arrays (views of them: their values are read anew)."""
+        rest = tuple(inputs[1:])
+        kept = self._prepared
+        if kept is not None and len(kept[0]) == len(rest) and \
+                all(a is b for a, b in zip(kept[0], rest)):
+            return kept[1], kept[2]
+        conv_shape = self.conv_shape
+        conv4 = (*conv_shape[:2], -1, conv_shape[-1])
+        others = [np.broadcast_to(e, conv_shape).reshape(conv4) for e in rest[1:]]
+        weights = np.ascontiguousarray(rest[0]).reshape(channels, -1, *self.plan.window.kernel)
+        if all(isinstance(a, np.ndarray) and a.flags.c_contiguous and
+               a.size <= _PREPARED_ELEMENTS for a in rest):
+            self._prepared = (rest, weights, others)
+        return weights, others
 
 
 #: multiply-adds (or window reads) from which a kernel runs on every thread: below, the
@@ -204,15 +238,13 @@ def _scratch(layout: tuple[Any, ...]) -> Iterator[np.ndarray]:
     writes only the input's positions, the same ones at every run, so the padding stays
     zero and neither the zeroing nor the fresh pages are paid again. A second call while
     one is in use gets its own."""
-    shape, x_shape, _, _, hq, wq = layout
     with _scratch_lock:
         free = _scratches.pop(layout, [])
         xq = free.pop() if free else None
         if free:
             _scratches[layout] = free
     if xq is None:
-        xq = np.zeros(_numba_window().scratch_size(shape, x_shape[1], x_shape[0], hq, wq),
-                      shape.dtype)
+        xq = _new_scratch(layout)
     try:
         yield xq
     finally:
@@ -221,6 +253,12 @@ def _scratch(layout: tuple[Any, ...]) -> Iterator[np.ndarray]:
             _scratches.move_to_end(layout)
             while len(_scratches) > SCRATCH_KEPT or _kept_bytes() > SCRATCH_BYTES:
                 _scratches.popitem(last=False)
+
+
+def _new_scratch(layout: tuple[Any, ...]) -> np.ndarray:
+    shape, x_shape, _, _, hq, wq = layout
+    return np.zeros(_numba_window().scratch_size(shape, x_shape[1], x_shape[0], hq, wq),
+                    shape.dtype)
 
 
 def _kept_bytes() -> int:
