@@ -16,6 +16,7 @@ import stat
 import tempfile
 import threading
 import warnings
+from collections.abc import Collection
 from pathlib import Path
 
 #: name of the performance history database (and, with suffixes, its journal files)
@@ -158,11 +159,14 @@ def cache_sizes() -> dict[str, int]:
     return sizes
 
 
-def clear_all() -> list[Path]:
+def clear_all(keep: Collection[str] = ()) -> list[Path]:
     """Remove every cache Hermes keeps in the cache directory (kernels, driver caches,
-    self-test verdicts, logs, saved sources, history); returns what was removed."""
+    self-test verdicts, logs, saved sources, history) but the folders named in ``keep``;
+    returns what was removed."""
     removed: list[Path] = []
     for entry in _cache_entries():
+        if entry.name in keep:
+            continue
         try:
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry)

@@ -27,6 +27,7 @@ def _devices(show_all: bool) -> int:
 
 
 def _cache(action: str) -> int:
+    from hermes_nb.backends.opencl import cache_trim
     from hermes_nb.cache import cache_dir, cache_sizes, clear_all
 
     sizes = cache_sizes()
@@ -34,9 +35,23 @@ def _cache(action: str) -> int:
         for name, size in sorted(sizes.items()):
             print(f"{size / 2**20:8.1f} MiB  {cache_dir(name)}")
         return 0
-    removed = clear_all()
+    if action == "trim":
+        report = cache_trim.trim_driver_caches(cache_dir("pocl"))
+        print(f"driver caches: removed {len(report.removed_folders)} unused folder(s) and "
+              f"{report.evicted_programs} program(s), {report.freed_bytes / 2**20:.1f} MiB")
+        _print_busy(report.busy_folders)
+        return 0
+    # the driver folders first, each once no process builds in it; the rest after
+    _, busy = cache_trim.remove_driver_folders(cache_dir("pocl"))
+    removed = clear_all(keep=("pocl",) if busy else ())
     print(f"removed {len(removed)} cache(s), {sum(sizes.values()) / 2**20:.1f} MiB, from {cache_dir()}")
-    return 0
+    _print_busy(busy)
+    return 1 if busy else 0
+
+
+def _print_busy(busy: list) -> None:
+    for folder in busy:
+        print(f"in use by another process, left as it is: {folder}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -47,7 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="also list devices left out (duplicate drivers, failed self-tests)")
     sub.add_parser("doctor", help="check drivers, self-tests, caches and a sample pipeline")
     cache = sub.add_parser("cache", help="show or empty the caches Hermes keeps")
-    cache.add_argument("action", choices=["info", "clear"])
+    cache.add_argument("action", choices=["info", "trim", "clear"],
+                       help="info: sizes; trim: what a daily trim removes, now; clear: all")
     sub.add_parser("demo", help="run the headless demo on every device")
     args = parser.parse_args(argv)
     if args.command == "devices":

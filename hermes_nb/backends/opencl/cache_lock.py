@@ -79,3 +79,21 @@ class CacheLock:
                 fcntl.flock(fd, fcntl.LOCK_SH)
             else:
                 os.close(fd)
+
+    @contextlib.contextmanager
+    def try_exclusive(self) -> Iterator[bool]:
+        """Hold the lock exclusive if nobody (no other process, no thread of this one)
+        holds it now; yields whether it is held. Without ``flock``, never held."""
+        fd = self._open()
+        if fd is None:
+            yield False
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # held shared or exclusive elsewhere
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)

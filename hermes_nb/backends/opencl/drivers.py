@@ -30,6 +30,7 @@ from typing import Any
 from hermes_nb import logrecords
 from hermes_nb.backends import isolation
 from hermes_nb.cache import cache_dir, private_dir
+from hermes_nb.settings import env_flag
 
 log = logging.getLogger("hermes_nb.backends")
 
@@ -173,6 +174,10 @@ def configure_driver_cache() -> Path:
         os.environ["POCL_KERNEL_CACHE"] = "0"
         return folder
     os.environ["POCL_CACHE_DIR"] = str(folder)
+    if env_flag("HERMES_DRIVER_CACHE_TRIM", True):
+        from hermes_nb.backends.opencl.cache_trim import trim_in_background
+
+        trim_in_background(folder)
     return folder
 
 
@@ -304,8 +309,6 @@ class Hidden:
 def choose(candidates: list[Candidate]) -> tuple[list[tuple[Candidate, Verdict]], list[Hidden]]:
     """The candidates to use (one per physical device, newest healthy driver first) and
     the ones left out with the reason."""
-    from hermes_nb.settings import env_flag
-
     expose_all = env_flag("HERMES_OPENCL_ALL_DRIVERS", False)
     groups: dict[tuple[Any, ...], list[Candidate]] = {}
     for c in candidates:
