@@ -68,6 +68,7 @@ class Record:
     worker: str = ""  # the cluster worker it came from
     perf: float = 0.0  # time.perf_counter(), to place it in a run
     thread: int = 0
+    saved_to: str = ""  # "host:path" of the log file its own process's sink writes it to
 
     @property
     def levelno(self) -> int:
@@ -197,7 +198,8 @@ def _record(rec: logging.LogRecord) -> Record:
         detail = logging.Formatter().formatException(rec.exc_info)
     return Record(rec.created, rec.levelname, device, kernel, _category(rec, text), text,
                   rec.name, detail, getattr(rec, "hermes_worker", ""),
-                  getattr(rec, "hermes_perf", time.perf_counter()), rec.thread or 0)
+                  getattr(rec, "hermes_perf", time.perf_counter()), rec.thread or 0,
+                  _saved_to)
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -257,13 +259,15 @@ def _handled_elsewhere(name: str) -> bool:
     return False
 
 
-def _keep(found: list[Record]) -> None:
+def _keep(found: list[Record], unsaved: list[Record] | None = None) -> None:
+    """Keep ``found`` in the buffers; spool ``unsaved`` of them (default: all) for a sink."""
     with _lock:
         _buffer.extend(found)
         for run in _runs.values():
             run.extend(found)
-        if _spool is not None:  # a sink writes them out later, on its own thread
-            _spool.extend(found)
+        unsaved = found if unsaved is None else unsaved
+        if _spool is not None and unsaved:  # a sink writes them out later, on its own thread
+            _spool.extend(unsaved)
             if not spooled.is_set():
                 spooled.set()
 
@@ -271,22 +275,27 @@ def _keep(found: list[Record]) -> None:
 # ---------------------------------------------------------------------- the spool
 
 _spool: deque[Record] | None = None  # records a sink (``logsink``) has yet to write
+_saved_to = ""  # "host:path" of the file this process's sink writes (see Record.saved_to)
 #: set while the spool holds records: the sink's thread waits on it
 spooled = threading.Event()
 
 
-def open_spool(capacity: int) -> None:
-    """Keep every new record for :func:`drain_spool` too (the newest ``capacity`` of them)."""
-    global _spool
+def open_spool(capacity: int, saved_to: str = "") -> None:
+    """Keep every new record for :func:`drain_spool` too (the newest ``capacity`` of them);
+    ``saved_to`` names the file the sink writes them to, so a record a cluster worker on
+    this machine wrote to that same file is not spooled a second time."""
+    global _spool, _saved_to
     with _lock:
         _spool = deque(_spool or (), maxlen=capacity)
+        _saved_to = saved_to
 
 
 def close_spool() -> None:
     """Stop keeping records for a sink; those not drained yet are dropped."""
-    global _spool
+    global _spool, _saved_to
     with _lock:
         _spool = None
+        _saved_to = ""
         spooled.clear()
 
 
@@ -384,7 +393,8 @@ def ingest(wired: Iterable[dict[str, Any]], worker: str, shift: float = 0.0) -> 
         r = Record(**data)
         device = f"{worker}/{r.device}" if r.device and "/" not in r.device else r.device
         found.append(replace(r, device=device, worker=worker, perf=r.perf + shift))
-    _keep(found)
+    # a worker on this machine that writes the same log file has written them already
+    _keep(found, [r for r in found if not r.saved_to or r.saved_to != _saved_to])
 
 
 def emit(level: int, message: str, *, logger: str = ROOT, **fields: str) -> None:
@@ -398,7 +408,7 @@ def emit(level: int, message: str, *, logger: str = ROOT, **fields: str) -> None
     _keep([Record(time.time(), logging.getLevelName(level), fields.get("device", ""),
                   fields.get("kernel", ""), fields.get("category", "") or "runtime", message,
                   logger, fields.get("detail", ""), perf=time.perf_counter(),
-                  thread=threading.get_ident())])
+                  thread=threading.get_ident(), saved_to=_saved_to)])
 
 
 # ---------------------------------------------------------------------- builds

@@ -185,7 +185,7 @@ def start(path: str | os.PathLike[str] | None = None, keep: int = KEEP) -> LogSi
     if _sink is not None:
         return _sink
     _sink = LogSink(path, keep)
-    logrecords.open_spool(SPOOL)
+    logrecords.open_spool(SPOOL, saved_to=f"{socket.gethostname()}:{_sink.path.resolve()}")
     _thread = threading.Thread(target=_run, args=(_sink,), name="hermes-log-sink", daemon=True)
     _thread.start()
     return _sink

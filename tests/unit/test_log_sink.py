@@ -133,3 +133,21 @@ def test_a_runs_records_reach_the_file_with_their_device(sink, device) -> None:
     rows = logsink.read_records(sink.path, device=device.id)
     assert rows[0]["message"] == f"checked a run on {device.id}"
     assert {r["device"] for r in rows} == {device.id}
+
+
+def test_a_worker_record_already_in_this_file_is_not_written_twice(sink) -> None:
+    """A cluster worker on this machine writes its records to the same file as its client;
+    the copies it sends the client (``ingest``) are shown by ``hm.logs()`` there but
+    written once. A remote worker's, saved to its own machine's file, are written here."""
+    _emit("the worker's own record", device="cpu:0")
+    made_here = logrecords.drain_spool()
+    assert [r.saved_to for r in made_here] == [made_here[0].saved_to]
+    assert made_here[0].saved_to.endswith(str(sink.path.resolve()))
+    same_file = logrecords.to_wire(made_here)
+    elsewhere = [{**same_file[0], "message": "a remote worker's", "saved_to": "far:/x.sqlite3"}]
+    start = time.perf_counter()
+    logrecords.ingest(same_file + elsewhere, "tcp://127.0.0.1:4001")
+    assert sink.flush() == 1
+    assert [r["message"] for r in logsink.read_records(sink.path)] == ["a remote worker's"]
+    shown = [r.message for r in logrecords.records_of_thread(start - 3600, made_here[0].thread)]
+    assert "the worker's own record" in shown and "a remote worker's" in shown
