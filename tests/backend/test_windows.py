@@ -23,6 +23,10 @@ CONV_CASES = {
     "3x3 same": ((3, 3, 32, 32), (8, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
     "grouped strided dilated": ((2, 8, 16, 16), (16, 4, 3, 3), (2, 2), (2, 2, 2, 2), (2, 2), 2),
     "asymmetric": ((2, 4, 9, 11), (6, 2, 3, 2), (2, 1), (1, 0, 2, 1), (1, 2), 2),
+    # widths a multiple of the column stride (each phase gathered for the whole plane),
+    # with a padding that starts the phases on an odd column
+    "stride 2 odd padding": ((1, 2, 10, 14), (3, 2, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),
+    "stride 3 uneven padding": ((2, 3, 12, 12), (4, 3, 3, 3), (3, 3), (1, 2, 0, 1), (1, 1), 1),
     "7x7 rows looped": ((1, 2, 40, 23), (3, 2, 7, 7), (3, 1), (3, 3, 3, 3), (1, 1), 1),
     "1x1 depthwise": ((2, 6, 10, 10), (6, 1, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 6),
     "1-D": ((2, 3, 17), (4, 3, 5), (2,), (2, 1), (1,), 1),
