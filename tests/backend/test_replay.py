@@ -114,3 +114,30 @@ def test_a_conv_block_replays_with_its_plan_made_once(device: Any,
     monkeypatch.setattr(window, "_plan", planned)
     monkeypatch.setattr(window, "_conv_kernel", planned)
     np.testing.assert_array_equal(replay.run([y])[0], again)
+
+
+@pytest.mark.parametrize("spatial", [(12, 12), (20,)], ids=["2-D", "1-D"])
+def test_a_replayed_conv_reads_its_borrowed_weights_and_bias_anew(device: Any, spatial: Any,
+                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                  ) -> None:
+    """The weights and a per-plane epilogue input changed in place between runs give the
+    new values (each run uploads a borrowed array again; cpu:0's launcher reuses what it
+    made of its inputs only for the very same array objects, and then only views)."""
+    from hermes_nb.api.nn import conv
+    from hermes_nb.backends import cpu
+
+    monkeypatch.setattr(cpu.device, "WINDOW_MIN_WORK", 0)  # the generated kernel, any size
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, *spatial), dtype=np.float32)
+    w = rng.standard_normal((4, 3, *(3,) * len(spatial)), dtype=np.float32)
+    bias = rng.standard_normal((1, 4, *(1,) * len(spatial)), dtype=np.float32)
+    with hm.device(device):
+        t = hm.asarray(x)
+        out = conv(t, w) + bias
+        replay = replay_of([out.node], [t.node])
+    np.testing.assert_allclose(replay.run([x])[0], out.numpy(), rtol=1e-5, atol=1e-5)
+    w *= -0.5
+    bias += 1.0
+    with hm.device(device):
+        changed = (conv(hm.asarray(x), w) + bias).numpy()
+    np.testing.assert_allclose(replay.run([x])[0], changed, rtol=1e-5, atol=1e-5)

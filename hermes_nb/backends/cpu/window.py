@@ -129,8 +129,9 @@ class _Launch:
         conv4 = (*conv_shape[:2], -1, conv_shape[-1])
         others = [np.broadcast_to(e, conv_shape).reshape(conv4) for e in rest[1:]]
         weights = np.ascontiguousarray(rest[0]).reshape(channels, -1, *self.plan.window.kernel)
-        if all(isinstance(a, np.ndarray) and a.flags.c_contiguous and
-               a.size <= _PREPARED_ELEMENTS for a in rest):
+        views = all(np.may_share_memory(v, a) for v, a in zip((weights, *others), rest))
+        if views and all(isinstance(a, np.ndarray) and a.flags.c_contiguous and
+                         a.size <= _PREPARED_ELEMENTS for a in rest):
             self._prepared = (rest, weights, others)
         return weights, others
 
