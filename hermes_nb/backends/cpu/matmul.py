@@ -65,7 +65,7 @@ class numba_threads:  # a context manager used like a function
     """Numba's thread count for parallel launches from this thread (it is thread-local),
     lowered to ``count`` and restored after: the device's worker runs other kernels with
     every thread. Entered at every small kernel's launch, so it reads and sets the count
-    through Numba's threading-layer functions directly (0.5 us, where the checked public
+    through Numba's threading-layer functions directly (1 us, where the checked public
     functions and a generator cost 4 us)."""
 
     __slots__ = ("before", "count")
