@@ -107,8 +107,11 @@ def test_old_temporary_files_and_eviction_leftovers_go(tmp_path):
     os.utime(fresh, (NOW - 60, NOW - 60))
     leftover = folder / ".hermes-trash-1-2-AA"
     (leftover / "k").mkdir(parents=True)
-    cache_trim.trim_driver_caches(tmp_path, budget=1 << 30, now=NOW)
+    whole = _owned(tmp_path, ".hermes-trash-1-2-drivers")  # a driver folder half removed
+    _program(whole, "AA/X", 0)
+    report = cache_trim.trim_driver_caches(tmp_path, budget=1 << 30, now=NOW)
     assert not old.exists() and fresh.exists() and not leftover.exists()
+    assert not whole.exists() and report.busy_folders == []
 
 
 def test_a_trim_runs_once_a_day(tmp_path):

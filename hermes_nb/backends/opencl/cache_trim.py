@@ -73,7 +73,8 @@ def owned_folders(root: Path) -> list[Path]:
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir()
-                  if p.is_dir() and not p.is_symlink() and (p / OWNED).exists())
+                  if p.is_dir() and not p.is_symlink() and not p.name.startswith(_TRASH)
+                  and (p / OWNED).exists())
 
 
 def trim_driver_caches(root: Path, current: Path | None = None,
@@ -82,6 +83,8 @@ def trim_driver_caches(root: Path, current: Path | None = None,
     ``current``, the folder this process uses, is never removed whole."""
     now = time.time() if now is None else now
     report = TrimReport()
+    if root.is_dir():
+        _remove_leftovers(root, now)  # a folder a killed trim left renamed aside
     for folder in owned_folders(root):
         programs = _programs(folder)  # walked unlocked; each choice is checked again under it
         last_use = max((p.used for p in programs), default=_mtime(folder))
