@@ -1,6 +1,7 @@
-// The "Hermes devices" panel: each device's live load and the log records of every kernel
-// (both polled while the panel is shown), the server machine's devices and the scheduler's
-// history, its kernels named as the notebook's views name them.
+// The "Hermes devices" panel: each device's live load, the log records of every kernel and
+// the measured kernels (polled while the panel is shown; the kernels every 10 s),
+// the server machine's devices and the scheduler's history, its kernels named as the
+// notebook's views name them.
 // Every value is written with textContent: nothing from the server is parsed as HTML.
 import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
@@ -11,6 +12,9 @@ import { LogSection } from './logs';
 
 /** How often the panel's live load is polled, in ms. */
 export const LOAD_POLL_MS = 2000;
+
+/** The measured kernels are read again every this many polls (10 s). */
+export const KERNEL_POLLS = 5;
 
 /** A device's load as one short text: "cpu:0 12%". */
 export function loadText(d: { id: string; busy_pct: number }): string {
@@ -54,9 +58,14 @@ export class DevicesPanel extends Widget {
   /** Poll the live load while the panel is in the page. */
   protected onAfterAttach(msg: Message): void {
     super.onAfterAttach(msg);
+    let polls = 0;
     const poll = (): void => {
       void this.refreshLoad();
       void this._log.refresh();
+      // the kernels a notebook runs meanwhile appear without a click on Refresh
+      if (++polls % KERNEL_POLLS === 0 && this.node.dataset.loaded === 'true') {
+        void this.refreshKernels();
+      }
     };
     poll();
     this._timer = window.setInterval(poll, LOAD_POLL_MS);
@@ -111,9 +120,9 @@ export class DevicesPanel extends Widget {
             l.device, l.h2d_gb_per_s.toFixed(2), l.d2h_gb_per_s.toFixed(2), l.h2d_latency_us.toFixed(0)
           ])
         ),
-        this._heading(`Measured kernels (${history.runs} runs in ${history.path})`),
-        kernelTable(history.kernels)
+        this._kernels
       );
+      this._showKernels(history);
       this.node.dataset.loaded = 'true';
     } catch (error) {
       const message = this._heading(`Hermes: ${(error as Error).message}`);
@@ -122,11 +131,28 @@ export class DevicesPanel extends Widget {
     }
   }
 
+  /** Read the scheduler's history again and redraw the measured kernels alone. */
+  async refreshKernels(): Promise<void> {
+    try {
+      this._showKernels(await requestAPI<IHistory>('history'));
+    } catch {
+      // the next poll or a click on Refresh tries again; the table shown stays
+    }
+  }
+
+  private _showKernels(history: IHistory): void {
+    this._kernels.replaceChildren(
+      this._heading(`Measured kernels (${history.runs} runs in ${history.path})`),
+      kernelTable(history.kernels)
+    );
+  }
+
   private _heading(text: string): HTMLElement {
     return heading(text);
   }
 
   private _content = document.createElement('div');
+  private _kernels = document.createElement('div');
   private _load = document.createElement('div');
   private _log = new LogSection();
   private _timer = 0;

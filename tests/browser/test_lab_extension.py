@@ -5,6 +5,7 @@ shows a notebook kernel's log records and names its kernels as the notebook's vi
 from __future__ import annotations
 
 import re
+import secrets
 
 import pytest
 from lab_harness import LabPage, LabServer, run_notebook, wait_all_cells_run
@@ -115,5 +116,29 @@ def test_panel_shows_a_kernels_log_records_and_names_its_kernels(lab_page: LabPa
     name = kernels.locator("td", has_text="edges: multiply+exp+add").first
     assert name.get_attribute("title").startswith("fused_elementwise:")  # its signature on hover
     lab_page.screenshot("log-panel", panel)
+    assert lab_page.console_errors == []
+    assert lab_page.external_requests == []
+
+
+def test_the_panel_lists_a_kernel_run_after_it_opened(lab_page: LabPage) -> None:
+    """The measured kernels are read again as the panel polls: a kernel a notebook runs
+    after the panel opened appears without a click on Refresh."""
+    page = lab_page.page
+    name = f"polled_{secrets.token_hex(3)}"  # new to the machine's history
+    run_notebook(lab_page, "kernel-poll.ipynb", [
+        "%load_ext hermes_nb\nimport time\nimport numpy as np\nimport hermes_nb as hm",
+        "time.sleep(8)",  # the panel opens and reads the history meanwhile
+        f"%%hermes --device cpu:0\n{name} = hm.sin(hm.asarray(np.ones(512, np.float32))) * 3.0",
+        "time.sleep(2.5)",  # the history writes its batch on the next run after 2 s
+        f"%%hermes --device cpu:0\n{name} = hm.sin(hm.asarray(np.ones(512, np.float32))) * 3.0",
+    ])
+    page.locator(".hermes-status").click()
+    panel = page.locator(".hermes-devices-panel[data-loaded='true']")
+    panel.wait_for()
+    assert name not in panel.locator("table.hermes-kernels").inner_text()
+    page.wait_for_function(
+        "name => document.querySelector('table.hermes-kernels')?.textContent.includes(name)",
+        arg=name, timeout=60_000)
+    assert f"{name}: sin+multiply" in panel.locator("table.hermes-kernels").inner_text()
     assert lab_page.console_errors == []
     assert lab_page.external_requests == []
