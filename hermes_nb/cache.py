@@ -133,7 +133,8 @@ def _cache_entries() -> list[Path]:
                   if (p.is_dir() and not p.is_symlink()) or p.name.startswith(HISTORY_PREFIX))
 
 
-def _bytes(path: Path) -> int:
+def disk_bytes(path: Path) -> int:
+    """The bytes of a file, or of every file under a folder (links not followed)."""
     if not path.is_dir() or path.is_symlink():
         return path.lstat().st_size
     total = 0
@@ -153,7 +154,7 @@ def cache_sizes() -> dict[str, int]:
     for entry in _cache_entries():
         name = f"{HISTORY_PREFIX}.sqlite3" if entry.name.startswith(HISTORY_PREFIX) else entry.name
         try:
-            sizes[name] = sizes.get(name, 0) + _bytes(entry)
+            sizes[name] = sizes.get(name, 0) + disk_bytes(entry)
         except OSError:
             continue
     return sizes

@@ -394,7 +394,7 @@ def ingest(wired: Iterable[dict[str, Any]], worker: str, shift: float = 0.0) -> 
         device = f"{worker}/{r.device}" if r.device and "/" not in r.device else r.device
         found.append(replace(r, device=device, worker=worker, perf=r.perf + shift))
     # a worker on this machine that writes the same log file has written them already
-    _keep(found, [r for r in found if not r.saved_to or r.saved_to != _saved_to])
+    _keep(found, [r for r in found if r.saved_to != _saved_to])
 
 
 def emit(level: int, message: str, *, logger: str = ROOT, **fields: str) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from hermes_nb import cli
 from hermes_nb.backends.opencl import cache_trim
-from hermes_nb.backends.opencl.cache_lock import CacheLock
+from hermes_nb.backends.opencl.cache_lock import MARKERS_DIR, OWNED_FILE, CacheLock
 
 DAY = 86400.0
 NOW = time.time()
@@ -32,7 +32,7 @@ def _program(folder: Path, relative: str, age_days: float, size: int = 1000) -> 
 
 
 def _marker(folder: Path, key: str, *relatives: str) -> Path:
-    marker = folder / cache_trim.MARKERS / "fingerprint" / f"{key}.json"
+    marker = folder / MARKERS_DIR / "fingerprint" / f"{key}.json"
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps({f"{r}/program.bc": "digest" for r in relatives}))
     return marker
@@ -41,7 +41,7 @@ def _marker(folder: Path, key: str, *relatives: str) -> Path:
 def _owned(root: Path, name: str) -> Path:
     folder = root / name
     folder.mkdir(parents=True)
-    (folder / cache_trim.OWNED).touch()
+    (folder / OWNED_FILE).touch()
     return folder
 
 
@@ -56,7 +56,7 @@ def test_the_least_recently_used_programs_go_until_the_folder_fits(tmp_path):
     report = cache_trim.trim_driver_caches(tmp_path, budget=2500, now=NOW)
 
     left = sorted(f"{p.parent.name}/{p.name}" for p in folder.glob("*/*") if p.is_dir()
-                  and p.parent.name != cache_trim.MARKERS)
+                  and p.parent.name != MARKERS_DIR)
     assert left == ["AD/YESTERDAY", "AE/TODAY"]
     assert (report.evicted_programs, report.freed_bytes) == (3, 3000)
     assert not vouching_for_evicted.exists()

@@ -27,6 +27,10 @@ except ImportError:  # no flock (Windows): one process per cache is assumed
 log = logging.getLogger("hermes_nb.backends")
 
 LOCK_FILE = ".hermes-lock"
+#: marks a driver cache folder Hermes made (only such a folder is ever emptied or trimmed)
+OWNED_FILE = ".hermes-owned"
+#: the folder of the build markers (``guard``) inside a driver cache folder
+MARKERS_DIR = "hermes-verified"
 
 
 class CacheLock:

@@ -30,7 +30,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hermes_nb.backends.opencl.cache_lock import LOCK_FILE, CacheLock
+from hermes_nb.backends.opencl.cache_lock import LOCK_FILE, MARKERS_DIR, OWNED_FILE, CacheLock
+from hermes_nb.cache import disk_bytes
 from hermes_nb.settings import env_int
 
 log = logging.getLogger("hermes_nb.backends")
@@ -44,8 +45,6 @@ RECENT_S = 86400.0
 #: how often a trim runs (the stamp file's age)
 TRIM_EVERY_S = 86400.0
 
-OWNED = ".hermes-owned"
-MARKERS = "hermes-verified"
 STAMP = ".hermes-trimmed"
 _TRASH = ".hermes-trash-"
 _TEMPFILE = "tempfile_"
@@ -74,7 +73,7 @@ def owned_folders(root: Path) -> list[Path]:
         return []
     return sorted(p for p in root.iterdir()
                   if p.is_dir() and not p.is_symlink() and not p.name.startswith(_TRASH)
-                  and (p / OWNED).exists())
+                  and (p / OWNED_FILE).exists())
 
 
 def trim_driver_caches(root: Path, current: Path | None = None,
@@ -169,11 +168,11 @@ def _programs(folder: Path) -> list[_Program]:
     """Every program in a PoCL cache folder (``XX/HASH/`` holding ``program.bc``)."""
     programs = []
     for bucket in _subfolders(folder):
-        if bucket.name == MARKERS or bucket.name.startswith(_TRASH):
+        if bucket.name == MARKERS_DIR or bucket.name.startswith(_TRASH):
             continue
         for entry in _subfolders(bucket):
             used = _mtime(entry / "last_accessed") or _mtime(entry)
-            programs.append(_Program(f"{bucket.name}/{entry.name}", used, _bytes(entry)))
+            programs.append(_Program(f"{bucket.name}/{entry.name}", used, disk_bytes(entry)))
     return programs
 
 
@@ -194,7 +193,7 @@ def _drop_markers(folder: Path, evicted: set[str]) -> None:
     its files are in the cache, so the user's process may build from them."""
     if not evicted:
         return
-    for marker in (folder / MARKERS).glob("*/*.json"):
+    for marker in (folder / MARKERS_DIR).glob("*/*.json"):
         try:
             files = json.loads(marker.read_text())
         except (OSError, ValueError):
@@ -238,11 +237,3 @@ def _mtime(path: Path) -> float:
     except OSError:
         return 0.0
 
-
-def _bytes(folder: Path) -> int:
-    total = 0
-    for where, _, files in os.walk(folder):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(where, name)).st_size
-    return total

@@ -29,6 +29,7 @@ from typing import Any
 
 from hermes_nb import logrecords
 from hermes_nb.backends import isolation
+from hermes_nb.backends.opencl.cache_lock import OWNED_FILE
 from hermes_nb.cache import cache_dir, private_dir
 from hermes_nb.settings import env_flag
 
@@ -167,7 +168,7 @@ def configure_driver_cache() -> Path:
     folder = cache_dir("pocl", key)
     try:
         folder = private_dir("pocl", key)  # machine code is loaded from here: never planted
-        (folder / ".hermes-owned").touch()
+        (folder / OWNED_FILE).touch()
     except OSError as exc:  # unwritable cache: PoCL builds in memory
         log.warning("hermes: cannot use %s for OpenCL kernels (%s); building without a disk "
                     "cache", folder, exc)

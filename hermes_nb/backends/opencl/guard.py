@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.backends import isolation
-from hermes_nb.backends.opencl.cache_lock import LOCK_FILE, CacheLock
+from hermes_nb.backends.opencl.cache_lock import LOCK_FILE, MARKERS_DIR, OWNED_FILE, CacheLock
 from hermes_nb.errors import KernelBuildError, KernelCrashError
 
 log = logging.getLogger("hermes_nb.backends")
@@ -35,7 +35,7 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
 
 
-_VOLATILE = {"last_accessed", ".hermes-owned", LOCK_FILE}  # rewritten by every load: no checksum
+_VOLATILE = {"last_accessed", OWNED_FILE, LOCK_FILE}  # rewritten by every load: no checksum
 
 
 def _cache_files(root: Path, since: float) -> dict[str, str]:
@@ -46,7 +46,7 @@ def _cache_files(root: Path, since: float) -> dict[str, str]:
     for dirpath, _, files in os.walk(root):
         for name in files:
             path = Path(dirpath) / name
-            if name in _VOLATILE or name.startswith("tempfile") or "hermes-verified" in path.parts:
+            if name in _VOLATILE or name.startswith("tempfile") or MARKERS_DIR in path.parts:
                 continue
             try:
                 if path.stat().st_mtime >= since - 0.01:
@@ -75,7 +75,7 @@ class Guard:
 
     @property
     def _markers(self) -> Path:
-        return self.driver_cache / "hermes-verified" / self.fingerprint
+        return self.driver_cache / MARKERS_DIR / self.fingerprint
 
     # ---- markers ------------------------------------------------------------------------
 
@@ -207,11 +207,11 @@ class Guard:
         no other process is building into it."""
         self._verified.clear()
         with self.cache_lock.exclusive():
-            if (self.driver_cache / ".hermes-owned").exists():
+            if (self.driver_cache / OWNED_FILE).exists():
                 log.warning("hermes: %s: the driver failed on its cache; emptied %s",
                             self.device_id, self.driver_cache)
                 for child in self.driver_cache.iterdir():
-                    if child.name in (".hermes-owned", LOCK_FILE):
+                    if child.name in (OWNED_FILE, LOCK_FILE):
                         continue
                     shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
             else:
