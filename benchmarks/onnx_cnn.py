@@ -73,6 +73,10 @@ def small_cnn(seed: int = 0, channels: int = 3, classes: int = 10) -> Any:
 
 #: rounds of a block of runs of each candidate
 ROUNDS = 6
+#: seconds each block waits first: a runtime's idle threads spin on after its last run
+#: (onnxruntime's pool ~45 ms, the OpenMP threads of Numba's parallel kernels ~10 ms, both
+#: measured here), and would take a core from the other's runs
+SETTLE_S = 0.1
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -152,14 +156,16 @@ def _runs(repeat: int) -> int:
 
 def _interleaved(runs: dict[str, Callable[[], Any]], repeat: int) -> list[float]:
     """Each candidate's median time, in rounds of a block of runs each, the order turning
-    each round: a block, not single runs in turn, since each runtime's threads spin for a
-    while after a run (onnxruntime's pool, the OpenMP threads of Numba's kernels) and would
-    slow the other's next run."""
+    each round: a block, not single runs in turn, started ``SETTLE_S`` after the other's,
+    since each runtime's threads spin for a while after a run (onnxruntime's pool, the
+    OpenMP threads of Numba's kernels) and would slow the other's runs: each candidate is
+    timed on a machine as quiet as a program using it alone would find it."""
     times: dict[str, list[float]] = {name: [] for name in runs}
     block = _runs(repeat) // ROUNDS
     for i in range(ROUNDS):
         for name, fn in (list(runs.items()) if i % 2 else list(runs.items())[::-1]):
-            fn()  # the first run after the other runtime's, not timed
+            time.sleep(SETTLE_S)
+            fn()  # the first run after the pause, not timed
             for _ in range(block):
                 start = time.perf_counter()
                 fn()

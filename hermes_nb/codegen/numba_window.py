@@ -97,24 +97,38 @@ def _tap_offset(shape: WindowShape, kh: int | str, kw: int, base: str = "base") 
             f"+ {(kw * dw) // sw}")
 
 
-def _tap_sum(taps: list[int], channel: int | None = None) -> str:
-    """``sum(w_t * s_t[i])`` over ``taps`` as a balanced tree of FMAs and adds: a chain of
-    one FMA per tap would make each vector of outputs wait on the previous FMA's latency.
-    With ``channel`` (of a block of output channels), the taps' values are the loaded
-    ``u<t>`` and the weights that channel's ``w<channel>_<t>``."""
-    def w(t: int) -> str:
-        return f"w{t}" if channel is None else f"w{channel}_{t}"
+#: independent FMA chains a loop iteration runs at least: each chain waits on its previous
+#: FMA's latency (4 cycles), and 4 of them keep both FMA units busy
+CHAINS = 4
 
-    def v(t: int) -> str:
-        return f"s{t}[i]" if channel is None else f"u{t}"
 
-    terms = [f"fma_({w(a)}, {v(a)}, {w(b)} * {v(b)})" for a, b in zip(taps[::2], taps[1::2])]
-    if len(taps) % 2:
-        terms.append(f"{w(taps[-1])} * {v(taps[-1])}")
-    while len(terms) > 1:
-        terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])] + \
-            (terms[-1:] if len(terms) % 2 else [])
-    return terms[0]
+def _tap_chains(ind: str, taps: int, block: int, read_back: bool) -> list[str]:
+    """The loop body adding ``sum(w<k>_<t> * s<t>[i])`` over ``taps`` to each output channel
+    ``k`` of ``block``: tap by tap, each tap's value loaded once and multiplied into every
+    channel's FMA chain, ``ceil(CHAINS / block)`` chains a channel (the taps dealt among
+    them) so ``CHAINS`` run side by side. A chain of FMAs uses one instruction a tap where a
+    tree of FMAs and adds takes one and a half; the loop is bound by them. ``read_back``:
+    the accumulators' values start the first chain (``+=``), else they are overwritten."""
+    chains = -(-CHAINS // block)
+    lines, started = [], set()
+    for t in range(taps):
+        lines.append(f"{ind}u = s{t}[i]")
+        for k in range(block):
+            a, w = f"a{k}_{t % chains}", f"w{k}_{t}"
+            if a in started:
+                lines.append(f"{ind}{a} = fma_({w}, u, {a})")
+            elif read_back and t == 0:
+                lines.append(f"{ind}{a} = fma_({w}, u, acc{k}[i])")
+            else:
+                lines.append(f"{ind}{a} = {w} * u")
+            started.add(a)
+    for k in range(block):
+        terms = [f"a{k}_{c}" for c in range(min(chains, taps))]
+        while len(terms) > 1:
+            terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])] + \
+                (terms[-1:] if len(terms) % 2 else [])
+        lines.append(f"{ind}acc{k}[i] = {terms[0]}")
+    return lines
 
 
 def _accumulate(ind: str, shape: WindowShape) -> list[str]:
@@ -131,14 +145,9 @@ def _accumulate(ind: str, shape: WindowShape) -> list[str]:
     for t, (r, c) in enumerate(taps):
         off = _tap_offset(shape, r, c)
         lines.append(f"{ind}{row}s{t} = xq[{off}:{off} + L]")
-        lines += ([f"{ind}{row}w{t} = w[m0, cl, {r}, {c}]"] if block == 1 else
-                  [f"{ind}{row}w{k}_{t} = w[m0 + {k}, cl, {r}, {c}]" for k in range(block)])
-    every = list(range(len(taps)))
-    lines.append(f"{ind}{row}for i in range(L):")
-    if block == 1:
-        return [*lines, f"{ind}{row}    acc0[i] += {_tap_sum(every)}"]
-    return [*lines, *(f"{ind}{row}    u{t} = s{t}[i]" for t in every),
-            *(f"{ind}{row}    acc{k}[i] += {_tap_sum(every, k)}" for k in range(block))]
+        lines += [f"{ind}{row}w{k}_{t} = w[m0 + {k}, cl, {r}, {c}]" for k in range(block)]
+    return [*lines, f"{ind}{row}for i in range(L):",
+            *_tap_chains(f"{ind}{row}    ", len(taps), block, read_back=True)]
 
 
 def _accumulate_all(ind: str, shape: WindowShape) -> list[str]:
@@ -158,9 +167,8 @@ def _accumulate_all(ind: str, shape: WindowShape) -> list[str]:
         off = _tap_offset(shape, r, c, f"base{cl}")
         lines.append(f"{ind}s{t} = xq[{off}:{off} + L]")
         lines += [f"{ind}w{k}_{t} = w[m0 + {k}, {cl}, {r}, {c}]" for k in range(block)]
-    every = list(range(len(taps)))
-    return [*lines, f"{ind}for i in range(L):", *(f"{ind}    u{t} = s{t}[i]" for t in every),
-            *(f"{ind}    acc{k}[i] = {_tap_sum(every, k)}" for k in range(block))]
+    return [*lines, f"{ind}for i in range(L):",
+            *_tap_chains(f"{ind}    ", len(taps), block, read_back=False)]
 
 
 def all_channels_fit(kernel: tuple[int, int], in_channels: int) -> bool:
