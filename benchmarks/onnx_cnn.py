@@ -77,6 +77,9 @@ ROUNDS = 6
 #: (onnxruntime's pool ~45 ms, the OpenMP threads of Numba's parallel kernels ~10 ms, both
 #: measured here), and would take a core from the other's runs
 SETTLE_S = 0.1
+#: untimed runs of each block after its pause: the first runs after an idle pause find
+#: caches cold and threads asleep (a batch-8 run takes twice as long), for either runtime
+WARM_RUNS = 5
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -165,7 +168,8 @@ def _interleaved(runs: dict[str, Callable[[], Any]], repeat: int) -> list[float]
     for i in range(ROUNDS):
         for name, fn in (list(runs.items()) if i % 2 else list(runs.items())[::-1]):
             time.sleep(SETTLE_S)
-            fn()  # the first run after the pause, not timed
+            for _ in range(WARM_RUNS):  # caches and clocks back after the pause, not timed
+                fn()
             for _ in range(block):
                 start = time.perf_counter()
                 fn()

@@ -40,6 +40,24 @@ def convert(xp: ModuleType, array: Any, dtype: np.dtype) -> Any:
     return array.astype(dtype, copy=False)
 
 
+#: the reductions ``ArrayOps`` runs, and the NumPy ufunc whose ``reduce`` each is
+REDUCTIONS = ("sum", "prod", "max", "min")
+_UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _first(inputs: Sequence[Any]) -> Any:
+    return inputs[0]
+
+
+def _passes_on(program: Any, in_shape: Sequence[int], in_dtype: np.dtype,
+               shape: Sequence[int]) -> bool:
+    """Whether a prologue ``program`` hands its one input on as it is (no instruction, the
+    input already the reduced shape and dtype)."""
+    return (program.n_inputs == 1 and not program.instrs and program.outputs == (0,)
+            and tuple(in_shape) == tuple(shape)
+            and np.dtype(program.dtype_of(0)) == np.dtype(in_dtype))
+
+
 class ArrayOps:
     """Runs one op spec with array module ``xp`` and its ndimage module."""
 
@@ -94,6 +112,10 @@ class ArrayOps:
             return self._evaluator(spec.attrs["program"])
         if op == "fused_reduce":
             return self._reducer(spec)
+        if op in REDUCTIONS:
+            reduce = self._reduction(op, spec.attrs["axes"], spec.attrs["keepdims"],
+                                     len(spec.in_shapes[0]), spec.in_dtypes[0])
+            return lambda inputs: reduce(inputs[0])
         method = getattr(self, f"_{op}")
         return lambda inputs: method(spec, *inputs)
 
@@ -140,16 +162,18 @@ class ArrayOps:
         """A ``fused_reduce`` with reference semantics: prologue, reduction, epilogue, each
         value materialised."""
         a, xp = spec.attrs, self.xp
-        n = a["n_prologue"]
-        prologue = self._program_over(a["prologue"], a["in_shape"])
-        red = OpSpec(a["reduce"], (), np.dtype(a["reduce_dtype"]), (), (),
-                     {"axes": a["axes"], "keepdims": a["keepdims"]}, "")
-        reduce = getattr(self, f"_{a['reduce']}")
+        n, program = a["n_prologue"], a["prologue"]
+        if _passes_on(program, spec.in_shapes[0], spec.in_dtypes[0], a["in_shape"]):
+            prologue = _first  # the reduced input itself (a global pool's)
+        else:
+            prologue = self._program_over(program, a["in_shape"])
+        reduce = self._reduction(a["reduce"], a["axes"], a["keepdims"], len(a["in_shape"]),
+                                 np.dtype(program.dtype_of(program.outputs[0])))
         epilogue = (self._program_over(a["epilogue"], spec.shape)
                     if a["epilogue"] is not None else None)
 
         def compute(inputs: Sequence[Any]) -> Any:
-            out = xp.asarray(reduce(red, prologue(inputs[:n])))
+            out = xp.asarray(reduce(prologue(inputs[:n])))
             return out if epilogue is None else epilogue([out, *inputs[n:]])
 
         return compute
@@ -195,24 +219,39 @@ class ArrayOps:
         return start + self.xp.arange(spec.shape[0], dtype=work) * step
 
     # reductions
-    def _reduce(self, name: str, spec: OpSpec, x: Any) -> Any:
-        axes, keepdims = tuple(spec.attrs["axes"]), spec.attrs["keepdims"]
-        reduce = getattr(self.xp, name)
+    def _reduction(self, name: str, axes: Sequence[int], keepdims: bool, ndim: int,
+                   dtype: np.dtype) -> Callable[[Any], Any]:
+        """Reduction ``name`` over ``axes`` of an ``ndim``-D array of ``dtype``, as a function
+        of the array, what depends on the spec alone decided once."""
+        xp, axes = self.xp, tuple(axes)
+        if name == "sum" and xp is np and dtype == np.float32 and ndim and ndim - 1 not in axes:
+            # NumPy sums pairwise only along the innermost axis; across outer axes it adds
+            # row after row, so float32 accumulates in float64 there (as accurate as pairwise)
+            def wide_sum(x: Any) -> Any:
+                return np.sum(x, axis=axes, keepdims=keepdims, dtype=np.float64).astype(np.float32)
+            return wide_sum
+        # NumPy's ufunc reduce itself: np.sum and the like only pass their arguments on
+        reduce = _UFUNCS[name].reduce if xp is np else getattr(xp, name)
         inner = len(axes)
-        if inner > 1 and axes == tuple(range(x.ndim - inner, x.ndim)) and x.flags.c_contiguous:
+        if inner < 2 or axes != tuple(range(ndim - inner, ndim)):
+            return lambda x: reduce(x, axis=axes, keepdims=keepdims)
+        kept = (1,) * inner if keepdims else ()
+
+        def innermost(x: Any) -> Any:
+            if not x.flags.c_contiguous:
+                return reduce(x, axis=axes, keepdims=keepdims)
             # the innermost axes as one (a view): NumPy reduces one long axis at vector
             # speed (a global pool's planes: twice as fast as over two axes)
             out = reduce(x.reshape(*x.shape[:-inner], -1), axis=-1)
-            return out.reshape(*out.shape, *(1,) * inner) if keepdims else out
-        return reduce(x, axis=axes, keepdims=keepdims)
+            return out.reshape(out.shape + kept) if keepdims else out
+
+        return innermost
+
+    def _reduce(self, name: str, spec: OpSpec, x: Any) -> Any:
+        return self._reduction(name, spec.attrs["axes"], spec.attrs["keepdims"], x.ndim,
+                               x.dtype)(x)
 
     def _sum(self, spec: OpSpec, x: Any) -> Any:
-        axes = tuple(spec.attrs["axes"])
-        if self.xp is np and x.dtype == np.float32 and x.ndim and x.ndim - 1 not in axes:
-            # NumPy sums pairwise only along the innermost axis; across outer axes it adds
-            # row after row, so float32 accumulates in float64 there (as accurate as pairwise)
-            total = np.sum(x, axis=axes, keepdims=spec.attrs["keepdims"], dtype=np.float64)
-            return total.astype(np.float32)
         return self._reduce("sum", spec, x)
 
     def _prod(self, spec: OpSpec, x: Any) -> Any:
