@@ -178,22 +178,20 @@ def all_channels_fit(kernel: tuple[int, int], in_channels: int) -> bool:
 
 def _compact(ind: str, epilogue: _Epilogue | None = None, in_place: bool = False) -> list[str]:
     """Each image's valid outputs (``OW`` of each ``Wq``-wide row) from ``acc`` into
-    ``out[n, ch]``, through the epilogue if any (row slices: the loops vectorise); with
-    ``in_place``, the epilogue's results go back into ``acc`` (a joined pool reads them)."""
+    ``out[n, ch]``, through the epilogue if any, row by row (the loops vectorise); with
+    ``in_place``, the epilogue's results go back into ``acc`` (a joined pool reads them),
+    over whole planes where every other input is one value a plane."""
     setup = [f"{ind}    {line}" for line in epilogue.setup] if epilogue is not None else []
     start = [f"{ind}for k in range(nb):", f"{ind}    n = n0 + k", f"{ind}    o = out[n, ch]", *setup]
     if epilogue is not None and epilogue.flat:  # in place over the whole plane, one loop
-        copy = [] if in_place else [f"{ind}    for oh in range(OH):",
-                                    f"{ind}        o[oh][:] = a[oh * Wq:oh * Wq + OW]"]
         return [*start, f"{ind}    a = acc[k * S:k * S + OH * Wq]",
                 f"{ind}    for ow in range(OH * Wq):  # the columns past OW too, never read",
-                *(f"{ind}        {line}" for line in epilogue.body), *copy]
-    head = [*start, f"{ind}    for oh in range(OH):", f"{ind}        a = acc[k * S + oh * Wq:]"]
-    if epilogue is None:
-        return [*head, f"{ind}        o[oh][:] = a[:OW]"]
-    return [*head, *([] if in_place else [f"{ind}        orow = o[oh]"]),
-            f"{ind}        for ow in range(OW):",
-            *(f"{ind}            {line}" for line in epilogue.body)]
+                *(f"{ind}        {line}" for line in epilogue.body)]
+    # a loop a row, not a slice copy: small planes (8 x 8) have many short rows
+    head = [*start, f"{ind}    for oh in range(OH):", f"{ind}        a = acc[k * S + oh * Wq:]",
+            *([] if in_place else [f"{ind}        orow = o[oh]"]), f"{ind}        for ow in range(OW):"]
+    body = epilogue.body if epilogue is not None else ["orow[ow] = a[ow]"]
+    return [*head, *(f"{ind}            {line}" for line in body)]
 
 
 @dataclass(frozen=True)
@@ -356,8 +354,9 @@ def render_conv(shape: WindowShape, epilogue: Program | None = None,
     padding is: the kernel writes only the input's positions, so a scratch kept for a layer
     stays zero there from one run to the next."""
     t = f"np.{shape.dtype}"
-    # in place in the accumulator (then copied or pooled from there), or straight to a row
-    store = "a[ow]" if pool is not None or all(planes) else "orow[ow]"
+    # in place in the accumulator for a joined pool to read, else straight to each output
+    # row (one pass: an in-place pass over whole planes and a copy of each row costs more)
+    store = "a[ow]" if pool is not None else "orow[ow]"
     epi = _epilogue(epilogue, planes, store) if epilogue is not None else None
     extra = [*epi.inputs, *epi.params] if epi is not None else []
     if pool is not None:
