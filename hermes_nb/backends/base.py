@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import threading
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar, TypeVar
 
@@ -196,26 +195,22 @@ class Device(ABC):
         return self._executor.submit(self._counted, fn, args, estimate_s)
 
     def _counted(self, fn: Callable[..., T], args: tuple[Any, ...], estimate_s: float) -> T:
-        with self._serialised():
+        # where work runs on callers' threads, one at a time under the device's lock (as on
+        # the device's own thread), taken in short waits so an interrupt is seen; no
+        # context manager: a replayed run of small kernels comes through here each time
+        lock = self._run_lock if self.runs_on_caller else None
+        if lock is not None:
+            while not lock.acquire(timeout=0.2):
+                pass
+        try:
             self.counters.started(estimate_s)
             try:
                 return fn(*args)
             finally:
                 self.counters.finished()
-
-    @contextlib.contextmanager
-    def _serialised(self) -> Iterator[None]:
-        """Hold the device's lock where work runs on callers' threads (one at a time, as
-        on the device's own thread); taken in short waits so an interrupt is seen."""
-        if not self.runs_on_caller:
-            yield
-            return
-        while not self._run_lock.acquire(timeout=0.2):
-            pass
-        try:
-            yield
         finally:
-            self._run_lock.release()
+            if lock is not None:
+                lock.release()
 
     def run(self, fn: Callable[..., T], *args: Any, estimate_s: float = 0.0) -> T:
         """Run ``fn(*args)`` on the worker thread (the calling thread where

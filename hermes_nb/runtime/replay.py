@@ -49,6 +49,7 @@ class _Step:
     feed: int = -1  # the input it takes, or -1
     checked: bool = False  # an integer power: negative exponents raise, as in a compute
     sources: tuple[str, ...] = ()  # the device each input is computed on
+    moves: bool = False  # some input is computed on another device: copied here first
 
 
 @dataclass(frozen=True)
@@ -119,8 +120,8 @@ def _value(step: _Step, values: list[Any], arrays: Sequence[np.ndarray], call: A
     buffers = [values[i] for i in step.inputs]
     if step.checked:
         check_integer_powers(spec, tuple(map(Resident, step.sources, buffers)))
-    here = device.id
-    if any(d != here for d in step.sources):
+    if step.moves:
+        here = device.id
         buffers = [b if d == here else Resident(d, b).on(here)
                    for d, b in zip(step.sources, buffers)]
     if made_here:
@@ -160,8 +161,9 @@ def replay_of(outputs: Sequence[Node], inputs: Sequence[Node], *, owned: bool = 
         else:
             spec = OpSpec.of(node, device.id)
             ins = tuple(slots[id(i)] for i in node.inputs)
+            sources = tuple(steps[i].device.id for i in ins)
             step = _Step(device, spec, device.launcher(spec), ins, checked=has_integer_pow(spec),
-                         sources=tuple(steps[i].device.id for i in ins))
+                         sources=sources, moves=any(d != device.id for d in sources))
         slots[id(node)] = len(steps)
         steps.append(step)
     return Replay(tuple(steps), tuple(slots[id(n)] for n in optimized),
