@@ -247,22 +247,6 @@ class ArrayOps:
 
         return innermost
 
-    def _reduce(self, name: str, spec: OpSpec, x: Any) -> Any:
-        return self._reduction(name, spec.attrs["axes"], spec.attrs["keepdims"], x.ndim,
-                               x.dtype)(x)
-
-    def _sum(self, spec: OpSpec, x: Any) -> Any:
-        return self._reduce("sum", spec, x)
-
-    def _prod(self, spec: OpSpec, x: Any) -> Any:
-        return self._reduce("prod", spec, x)
-
-    def _max(self, spec: OpSpec, x: Any) -> Any:
-        return self._reduce("max", spec, x)
-
-    def _min(self, spec: OpSpec, x: Any) -> Any:
-        return self._reduce("min", spec, x)
-
     def _argmax(self, spec: OpSpec, x: Any) -> Any:
         (axis,) = spec.attrs["axes"]
         return self.xp.argmax(x, axis=axis, keepdims=spec.attrs["keepdims"])
