@@ -7,6 +7,7 @@ code a GPU runs is the code the CPU tests exercise on every machine.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType, ModuleType
 from typing import Any
@@ -242,7 +243,8 @@ class ArrayOps:
                 return reduce(x, axis=axes, keepdims=keepdims)
             # the innermost axes as one (a view): NumPy reduces one long axis at vector
             # speed (a global pool's planes: twice as fast as over two axes)
-            out = reduce(x.reshape(*x.shape[:-inner], -1), axis=-1)
+            # (the length spelled out: -1 is ambiguous when an outer axis is empty)
+            out = reduce(x.reshape(*x.shape[:-inner], math.prod(x.shape[-inner:])), axis=-1)
             return out.reshape(out.shape + kept) if keepdims else out
 
         return innermost

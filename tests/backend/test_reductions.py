@@ -122,6 +122,21 @@ def test_empty_axis_tuple_reduces_nothing(device, run_on, assert_close, sample):
     assert_close(run_on(device, lambda t: t.max(axis=()), xf), np.max(xf, axis=()))
 
 
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("shape", [(0, 1, 1), (0, 2, 3), (2, 3, 1), (2, 1, 0)], ids=str)
+@pytest.mark.parametrize("op", ["sum", "max", "prod"])
+def test_innermost_axes_with_empty_and_unit_axes(device, run_on, assert_close, sample, op,
+                                                 shape, keepdims):
+    # the innermost axes are reduced as one: an empty outer axis must not make that ambiguous
+    x = sample(shape, "float32", seed=7)
+    if op == "max" and 0 in shape[1:]:  # the max of nothing: refused when the graph is built
+        with pytest.raises(ValueError, match=r"max: zero-size reduction over axis 2"):
+            hm.asarray(x).max(axis=(1, 2), keepdims=keepdims)
+        return
+    got = run_on(device, lambda t: getattr(t, op)(axis=(1, 2), keepdims=keepdims), x)
+    assert_close(got, REDUCTIONS[op](x, axis=(1, 2), keepdims=keepdims))
+
 # ----------------------------------------------------------------------------
 # precision and sizes that need several work-groups/blocks
 # ----------------------------------------------------------------------------
