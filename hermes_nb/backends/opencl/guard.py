@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.backends import isolation
+from hermes_nb.backends.opencl.cache_files import bitcode_complete, elf_complete
 from hermes_nb.backends.opencl.cache_lock import LOCK_FILE, MARKERS_DIR, OWNED_FILE, CacheLock
 from hermes_nb.errors import KernelBuildError, KernelCrashError
 
@@ -100,12 +101,17 @@ class Guard:
         return True
 
     def _intact(self, relative: str, digest: str) -> bool:
+        """Whether a file the marker lists is whole: machine code and bitcode by their
+        structure (a rebuild elsewhere rewrites them with other bytes: ``cache_files``),
+        anything else by its checksum."""
         try:
             data = (self.driver_cache / relative).read_bytes()
         except OSError:
             return False
-        if relative.endswith(".so"):  # relinked with new temporary names: check the ELF
+        if relative.endswith(".so"):
             return elf_complete(data)
+        if relative.endswith(".bc"):
+            return bitcode_complete(data)
         return hashlib.sha256(data).hexdigest() == digest
 
     def _drop(self, files: dict[str, str], marker: Path) -> None:
@@ -216,24 +222,6 @@ class Guard:
                     shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
             else:
                 shutil.rmtree(self._markers, ignore_errors=True)
-
-
-def elf_complete(data: bytes) -> bool:
-    """Whether a 64-bit little-endian ELF file holds every segment and section header its
-    header promises (a truncated or overwritten machine-code cache file does not)."""
-    import struct
-
-    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        return False
-    phoff, shoff = struct.unpack_from("<QQ", data, 0x20)
-    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 0x36)
-    if shoff + shentsize * shnum > len(data) or phoff + phentsize * phnum > len(data):
-        return False
-    for k in range(phnum):
-        offset, _, _, filesz = struct.unpack_from("<QQQQ", data, phoff + k * phentsize + 8)
-        if offset + filesz > len(data):
-            return False
-    return True
 
 
 # PoCL specialises a kernel's machine code on its local size, on a zero global offset and on
