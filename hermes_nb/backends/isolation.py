@@ -51,6 +51,19 @@ class WorkerCrashed(RuntimeError):
         return f"exit status {rc}"
 
 
+    @property
+    def killed_from_outside(self) -> bool:
+        """Whether a signal sent to the worker ended it (its session or process group shut
+        down, the OOM killer), not one its own code raised: no sign of a damaged cache."""
+        rc = self.returncode
+        return rc is not None and rc < 0 and -rc in _OUTSIDE_SIGNALS
+
+
+#: the signals that end a process from outside: a kernel's shutdown, a terminal's hang-up,
+#: the OOM killer (a failing driver raises SIGSEGV, SIGABRT, SIGBUS, SIGILL or SIGFPE)
+_OUTSIDE_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+
+
 class WorkerTimeout(WorkerCrashed):
     """The job ran past its time limit; the worker was killed."""
 

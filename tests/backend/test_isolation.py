@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -18,6 +21,7 @@ import numpy as np
 import pytest
 
 import hermes_nb as hm
+from hermes_nb.backends import isolation
 from hermes_nb.backends.opencl.device import OpenCLDevice, hidden_devices
 from hermes_nb.backends.opencl.guard import Guard
 from hermes_nb.errors import KernelBuildError, KernelCrashError
@@ -83,6 +87,38 @@ def test_build_that_hangs_times_out(cl_dev, monkeypatch):
     monkeypatch.setenv("HERMES_BUILD_TIMEOUT", "2")
     with pytest.raises(KernelCrashError, match=r"kernel 'k'.*timed out"):
         fresh(cl_dev).programs.kernel(unique_source(), "k")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_worker_killed_from_outside_leaves_the_shared_cache_alone(cl_dev, monkeypatch, caplog,
+                                                                  tmp_path, signum):
+    """A notebook's kernel shutting down kills its build worker with the process group:
+    no sign of a damaged cache, so the folder other processes share is not emptied."""
+    folder = tmp_path / "driver-cache"
+    dev = crashing(cl_dev, folder)
+    kept = folder / "XX" / "ANOTHERPROGRAM" / "program.bc"
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"another process's program")
+    monkeypatch.setenv("HERMES_TEST_BUILD_FAULT", "hang")
+    monkeypatch.setenv("HERMES_BUILD_TIMEOUT", "3")  # the retry hangs too: it times out
+
+    def kill_the_worker() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            proc = isolation.worker()._proc
+            if proc is not None and proc.poll() is None and isolation.worker()._lock.locked():
+                time.sleep(0.5)  # the job has begun
+                os.kill(proc.pid, signum)
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_the_worker)
+    killer.start()
+    with pytest.raises(KernelCrashError, match=r"kernel 'k'.*timed out"):
+        dev.programs.kernel(unique_source(), "k")
+    killer.join()
+    assert kept.read_bytes() == b"another process's program"
+    assert "emptied" not in caplog.text
 
 
 def test_program_without_the_kernel_is_a_build_error(cl_dev, monkeypatch):

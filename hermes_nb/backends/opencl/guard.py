@@ -197,11 +197,16 @@ class Guard:
                                         "abandoned") from None
             except isolation.WorkerCrashed as exc:
                 if attempt == 0 and not isinstance(exc, isolation.WorkerTimeout):
-                    self.clear_driver_cache()
+                    # a driver that crashed may have loaded a damaged entry; a worker killed
+                    # from outside (its notebook's kernel shutting down) says nothing of
+                    # the cache that other processes share: tried again as it is
+                    if not exc.killed_from_outside:
+                        self.clear_driver_cache()
                     continue
                 path = source_path()
-                what = "timed out" if isinstance(exc, isolation.WorkerTimeout) else \
-                    f"crashed the driver ({exc.signal_name})"
+                what = ("timed out" if isinstance(exc, isolation.WorkerTimeout) else
+                        f"was killed ({exc.signal_name})" if exc.killed_from_outside else
+                        f"crashed the driver ({exc.signal_name})")
                 raise KernelCrashError(
                     f"OpenCL kernel {name!r} ({variant}) {what} on {self.device_id} in the "
                     f"isolated build worker; source saved to {path}", log=exc.log_tail,
