@@ -8,6 +8,7 @@ process survives, the error names the kernel and the device, and results stay ri
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -22,8 +23,9 @@ import pytest
 
 import hermes_nb as hm
 from hermes_nb.backends import isolation
+from hermes_nb.backends.opencl.cache_files import bitcode_complete, elf_complete
 from hermes_nb.backends.opencl.device import OpenCLDevice, hidden_devices
-from hermes_nb.backends.opencl.guard import Guard
+from hermes_nb.backends.opencl.guard import Guard, _digest
 from hermes_nb.errors import KernelBuildError, KernelCrashError
 from hermes_nb.ir.node import OpSpec
 
@@ -284,3 +286,63 @@ def test_interrupt_during_a_build_returns_at_once_and_frees_the_device(cl_dev, t
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
     assert figures["returned"] < 1.0  # control back within a second of the interrupt
     assert figures["again"] < 30.0  # the hung build no longer holds the device
+
+# ---- a cache entry is judged whole by its structure -----------------------------------
+# Two builds of one program write different ``program.bc`` bytes (the bitcode names its
+# temporary source file): a checksum taken at the first build called the second "damaged"
+# and dropped it, a false alarm whenever two notebooks or test workers built one kernel.
+
+
+def built_files(dev: OpenCLDevice, source: str) -> dict[str, Path]:
+    """Build ``source`` on ``dev``; the driver cache files its build marker lists."""
+    dev.programs.kernel(source, "k")
+    guard = dev.programs._guard
+    marker = guard._markers / f"{_digest('build', source)}.json"
+    listed = json.loads(marker.read_text())
+    return {relative: guard.driver_cache / relative for relative in listed}
+
+
+BUILD_ELSEWHERE = """
+import hermes_nb as hm
+(dev,) = [d for d in hm.devices() if d.id == {dev!r}]
+dev.programs.kernel({source!r}, "k")
+print(dev.programs._guard.driver_cache)
+"""
+
+
+def test_cache_files_of_a_build_are_whole_and_truncations_are_not(cl_dev):
+    files = built_files(fresh(cl_dev), unique_source())
+    bitcode = [p for r, p in files.items() if r.endswith(".bc")]
+    assert bitcode, f"the driver's build left no bitcode in its cache: {sorted(files)}"
+    for path in bitcode:
+        data = path.read_bytes()
+        assert bitcode_complete(data)
+        for cut in (0, 4, len(data) // 2, len(data) - 4, len(data) - 1):
+            assert not bitcode_complete(data[:cut]), f"{path.name} cut to {cut} bytes"
+        assert not bitcode_complete(data + b"\0" * 4)  # more than its blocks promise
+        assert not elf_complete(data)
+
+
+def test_an_entry_another_process_rebuilt_is_no_damage(cl_dev, tmp_path, caplog):
+    source = unique_source()
+    files = built_files(fresh(cl_dev), source)
+    # the same program built by another process, in a cache folder of its own
+    env = {k: v for k, v in os.environ.items() if k != "POCL_CACHE_DIR"}
+    env.update(HERMES_NB_CACHE_DIR=str(tmp_path), HERMES_OPENCL_ALL_DRIVERS="1")
+    proc = subprocess.run([sys.executable, "-c", BUILD_ELSEWHERE.format(dev=cl_dev.id,
+                                                                          source=source)],
+                          env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    elsewhere = Path(proc.stdout.strip().splitlines()[-1])
+    rewritten = 0
+    for relative, path in files.items():
+        other = elsewhere / relative
+        if relative.endswith(".bc") and other.read_bytes() != path.read_bytes():
+            other.replace(path)  # as PoCL writes: a whole new file renamed over the old
+            rewritten += 1
+    assert rewritten, "two builds of one program gave the same bitcode: nothing to check"
+    again = fresh(cl_dev)
+    with caplog.at_level(logging.WARNING, logger="hermes_nb.backends"):
+        assert again.programs._guard.verified(_digest("build", source))
+    assert "damaged" not in caplog.text
+    assert all(path.exists() for path in files.values())  # kept, not dropped
