@@ -135,15 +135,16 @@ def _compare(hm: Any, model: Any, session: Any, batch: int, repeat: int, device:
 
     # session against onnxruntime, then the lazy run against it: apart, since a lazy run's
     # garbage and background work would land on the session's runs timed after it
-    session_s, ort_s = _interleaved({"session": session_run, "ort": ort_run}, repeat)
-    lazy_s, ort_lazy_s = _interleaved({"lazy": hermes_timed, "ort": ort_run}, repeat)
+    (session_s, ort_s), rounds = _interleaved({"session": session_run, "ort": ort_run}, repeat)
+    (lazy_s, ort_lazy_s), _ = _interleaved({"lazy": hermes_timed, "ort": ort_run}, repeat)
     kernels_s = statistics.median(kernel_times)
     print(f"small CNN, batch {batch}, 3x32x32 float32, medians of {_runs(repeat)} runs in "
           f"{ROUNDS} interleaved rounds of each pair (max |hermes - onnxruntime| = {err:.1e})")
     print(f"  hermes session {device}:  {session_s * 1e3:8.3f} ms  (session.run: the planned "
           "kernels replayed)")
     print(f"  onnxruntime CPU:        {ort_s * 1e3:8.3f} ms")
-    print(f"  ratio session/ort:      {session_s / ort_s:8.2f}  (below 1: Hermes is faster)")
+    print(f"  ratio session/ort:      {session_s / ort_s:8.2f}  (below 1: Hermes is faster; "
+          f"{min(rounds):.2f} to {max(rounds):.2f} round by round)")
     print(f"  hermes lazy {device}:     {lazy_s * 1e3:8.3f} ms  (model(x).numpy(): built, "
           "planned, placed and scheduled on every run)")
     print(f"  onnxruntime CPU:        {ort_lazy_s * 1e3:8.3f} ms  (in the lazy run's rounds)")
@@ -157,24 +158,35 @@ def _runs(repeat: int) -> int:
     return ROUNDS * max(1, repeat // ROUNDS)
 
 
-def _interleaved(runs: dict[str, Callable[[], Any]], repeat: int) -> list[float]:
-    """Each candidate's median time, in rounds of a block of runs each, the order turning
+def _interleaved(runs: dict[str, Callable[[], Any]], repeat: int
+                 ) -> tuple[list[float], list[float]]:
+    """Each candidate's median time (``_rounds``), and the first's over the second's round
+    by round: their spread shows how much the machine moved during the run."""
+    times = _rounds(runs, repeat)
+    first, second = (times[name] for name in runs)
+    medians = [statistics.median(t for block in times[name] for t in block) for name in runs]
+    return medians, [statistics.median(a) / statistics.median(b) for a, b in zip(first, second)]
+
+
+def _rounds(runs: dict[str, Callable[[], Any]], repeat: int) -> dict[str, list[list[float]]]:
+    """Each candidate's times, block by block, in rounds of a block of runs each, the order turning
     each round: a block, not single runs in turn, started ``SETTLE_S`` after the other's,
     since each runtime's threads spin for a while after a run (onnxruntime's pool, the
     OpenMP threads of Numba's kernels) and would slow the other's runs: each candidate is
     timed on a machine as quiet as a program using it alone would find it."""
-    times: dict[str, list[float]] = {name: [] for name in runs}
+    times: dict[str, list[list[float]]] = {name: [] for name in runs}
     block = _runs(repeat) // ROUNDS
     for i in range(ROUNDS):
         for name, fn in (list(runs.items()) if i % 2 else list(runs.items())[::-1]):
             time.sleep(SETTLE_S)
             for _ in range(WARM_RUNS):  # caches and clocks back after the pause, not timed
                 fn()
+            times[name].append([])
             for _ in range(block):
                 start = time.perf_counter()
                 fn()
-                times[name].append(time.perf_counter() - start)
-    return [statistics.median(times[name]) for name in runs]
+                times[name][-1].append(time.perf_counter() - start)
+    return times
 
 
 if __name__ == "__main__":
