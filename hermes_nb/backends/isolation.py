@@ -50,7 +50,6 @@ class WorkerCrashed(RuntimeError):
                 return f"signal {-rc}"
         return f"exit status {rc}"
 
-
     @property
     def killed_from_outside(self) -> bool:
         """Whether a signal sent to the worker ended it (its session or process group shut
