@@ -287,6 +287,7 @@ def test_interrupt_during_a_build_returns_at_once_and_frees_the_device(cl_dev, t
     assert figures["returned"] < 1.0  # control back within a second of the interrupt
     assert figures["again"] < 30.0  # the hung build no longer holds the device
 
+
 # ---- a cache entry is judged whole by its structure -----------------------------------
 # Two builds of one program write different ``program.bc`` bytes (the bitcode names its
 # temporary source file): a checksum taken at the first build called the second "damaged"
@@ -327,11 +328,8 @@ def test_an_entry_another_process_rebuilt_is_no_damage(cl_dev, tmp_path, caplog)
     source = unique_source()
     files = built_files(fresh(cl_dev), source)
     # the same program built by another process, in a cache folder of its own
-    env = {k: v for k, v in os.environ.items() if k != "POCL_CACHE_DIR"}
-    env.update(HERMES_NB_CACHE_DIR=str(tmp_path), HERMES_OPENCL_ALL_DRIVERS="1")
-    proc = subprocess.run([sys.executable, "-c", BUILD_ELSEWHERE.format(dev=cl_dev.id,
-                                                                          source=source)],
-                          env=env, capture_output=True, text=True, timeout=240)
+    env = {"HERMES_NB_CACHE_DIR": str(tmp_path), "HERMES_OPENCL_ALL_DRIVERS": "1"}
+    proc = _run_child(BUILD_ELSEWHERE.format(dev=cl_dev.id, source=source), env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     elsewhere = Path(proc.stdout.strip().splitlines()[-1])
     rewritten = 0
