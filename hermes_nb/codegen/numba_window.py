@@ -66,17 +66,33 @@ class WindowShape:
         return self.strides[0] * self.strides[1]
 
 
+def read_phases(shape: WindowShape) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The row phases and the column phases some tap reads: ``(kh * DH) % SH`` and ``(kw *
+    DW) % SW``. A window dilated by its stride (a dilation-2, stride-2 layer) reads one
+    phase of the ``SH x SW``."""
+    (kh, kw), (sh, sw), (dh, dw) = shape.kernel, shape.strides, shape.dilations
+    return (tuple(sorted({(r * dh) % sh for r in range(kh)})),
+            tuple(sorted({(c * dw) % sw for c in range(kw)})))
+
+
 def _scatter(ind: str, shape: WindowShape) -> list[str]:
-    """Copy plane ``x[n, c]`` into its phases in ``xq`` (channel-major, then phase, then
-    image: ``G = N * S`` elements per channel and phase), one row at a time: input column
-    ``v`` goes to phase ``(v + pw) % SW`` at ``(v + pw) // SW``."""
+    """Copy plane ``x[n, c]`` into the phases the taps read in ``xq`` (channel-major, then
+    phase, then image: ``G = N * S`` elements per channel and phase), one row at a time:
+    input column ``v`` goes to phase ``(v + pw) % SW`` at ``(v + pw) // SW``. The phases no
+    tap reads are left as they are (3 of 4 of a dilation-2, stride-2 layer: their copy took
+    most of its kernel's time)."""
     sh, sw = shape.strides
-    lines = [f"{ind}for h in range(H):", f"{ind}    hp = h + ph", f"{ind}    xr = x[n, c, h]",
-             f"{ind}    row = (c * {shape.phases} + (hp % {sh}) * {sw}) * G + n * S "
-             f"+ (hp // {sh}) * Wq"]
+    rows, columns = read_phases(shape)
+    lines = [f"{ind}for h in range(H):", f"{ind}    hp = h + ph"]
+    if len(rows) < sh:
+        unread = " and ".join(f"hp % {sh} != {r}" for r in rows)
+        lines += [f"{ind}    if {unread}:", f"{ind}        continue"]
+    lines += [f"{ind}    xr = x[n, c, h]",
+              f"{ind}    row = (c * {shape.phases} + (hp % {sh}) * {sw}) * G + n * S "
+              f"+ (hp // {sh}) * Wq"]
     if sw == 1:
         return [*lines, f"{ind}    xq[row + pw:row + pw + W] = xr"]
-    for b in range(sw):  # the input columns of phase b: v = j * SW + first
+    for b in columns:  # the input columns of phase b: v = j * SW + first
         lines += [f"{ind}    first = ({b} - pw) % {sw}",
                   f"{ind}    dst = xq[row + {b} * G + (first + pw) // {sw}:]",
                   f"{ind}    for j in range((W - first + {sw - 1}) // {sw}):",

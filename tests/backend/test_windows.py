@@ -27,6 +27,9 @@ CONV_CASES = {
     # with a padding that starts the phases on an odd column
     "stride 2 odd padding": ((1, 2, 10, 14), (3, 2, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),
     "stride 3 uneven padding": ((2, 3, 12, 12), (4, 3, 3, 3), (3, 3), (1, 2, 0, 1), (1, 1), 1),
+    # rows dilated by half the stride: the taps read row phases 0 and 2 of 4, every column
+    # phase (the kernel copies only the phases some tap reads)
+    "half the row phases read": ((2, 3, 19, 13), (4, 3, 3, 3), (4, 2), (1, 2, 0, 1), (2, 1), 1),
     "7x7 rows looped": ((1, 2, 40, 23), (3, 2, 7, 7), (3, 1), (3, 3, 3, 3), (1, 1), 1),
     "1x1 depthwise": ((2, 6, 10, 10), (6, 1, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 6),
     "1-D": ((2, 3, 17), (4, 3, 5), (2,), (2, 1), (1,), 1),

@@ -59,3 +59,24 @@ def test_conv_kernel_source_runs(in_channels: int) -> None:
         for j in range(3):
             expected += np.einsum("nchw,mc->nmhw", x[:, :, i:i + 4, j:j + 5], w[:, :, i, j])
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("strides", "dilations", "expected"), [
+    ((1, 1), (1, 1), ((0,), (0,))),
+    ((2, 2), (1, 1), ((0, 1), (0, 1))),
+    ((2, 2), (2, 2), ((0,), (0,))),  # dilated by the stride: one phase of four
+    ((4, 2), (2, 1), ((0, 2), (0, 1))),
+    ((3, 3), (2, 2), ((0, 1, 2), (0, 1, 2))),  # 0, 2, 4: every phase of three
+])
+def test_read_phases_are_the_taps_phases(strides: tuple[int, int], dilations: tuple[int, int],
+                                         expected: tuple) -> None:
+    shape = numba_window.WindowShape((3, 3), strides, dilations, "float32")
+    assert numba_window.read_phases(shape) == expected
+
+
+def test_phases_no_tap_reads_are_not_copied() -> None:
+    """A dilation-2, stride-2 window's scratch: only phase (0, 0) is written."""
+    shape = numba_window.WindowShape((3, 3), (2, 2), (2, 2), "float32", 4)
+    source = numba_window.render_conv(shape)
+    assert "if hp % 2 != 0:" in source
+    assert "xq[row + 0 * G" in source and "xq[row + 1 * G" not in source
