@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.compiler.rewrite import rebuild
-from hermes_nb.ir.node import Node
+from hermes_nb.ir.node import Node, is_variable
 
 _SMALL_CONSTANT = 64  # larger constants are compared by identity, not by value
 
@@ -36,8 +36,8 @@ def eliminate_common_subexpressions(outputs: list[Node]) -> list[Node]:
     seen: dict[tuple[Any, ...], Node] = {}
 
     def replace(node: Node, inputs: tuple[Node, ...]) -> Node | None:
-        if node.op in ("random", "buffer"):
-            return None
+        if node.op in ("random", "buffer") or is_variable(node):
+            return None  # never the same as another, whatever its value now
         key = (node.op, tuple(id(i) for i in inputs), node.shape, node.dtype.str, node.device,
                _attr_key(node.attrs))
         existing = seen.get(key)

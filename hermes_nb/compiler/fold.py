@@ -6,7 +6,7 @@ import numpy as np
 
 from hermes_nb.compiler.rewrite import rebuild
 from hermes_nb.ir.array_ops import ArrayOps
-from hermes_nb.ir.node import Node, OpSpec
+from hermes_nb.ir.node import Node, OpSpec, is_variable
 from hermes_nb.ir.ops import Kind, kind_of
 
 FOLD_LIMIT = 64  # elements; bigger constant work belongs on a device
@@ -18,7 +18,7 @@ def _foldable(node: Node, inputs: tuple[Node, ...]) -> bool:
         and kind_of(node.op) in (Kind.ELEMENTWISE, Kind.MOVEMENT)
         and node.op != "to_device"
         and bool(inputs)
-        and all(i.op == "constant" for i in inputs)
+        and all(i.op == "constant" and not is_variable(i) for i in inputs)
         and node.size <= FOLD_LIMIT
     )
 

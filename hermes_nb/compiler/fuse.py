@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from hermes_nb.compiler.rewrite import replace_groups, users
 from hermes_nb.compiler.target import ANY_DEVICE, Target
-from hermes_nb.ir.node import Node, toposort
+from hermes_nb.ir.node import Node, is_variable, toposort
 from hermes_nb.ir.ops import FLOAT_FUNCTIONS, Kind, kind_of
 from hermes_nb.ir.program import Instr, Program
 
@@ -29,7 +29,8 @@ ELEMENTWISE_BUDGET = 512  # ops per fused elementwise kernel
 
 
 def _literal(node: Node) -> bool:
-    return node.op == "constant" and node.ndim == 0
+    """A 0-d constant, which a program takes as a constant of its own."""
+    return node.op == "constant" and node.ndim == 0 and not is_variable(node)
 
 
 def _groups(outputs: list[Node], target: Target) -> dict[int, int]:

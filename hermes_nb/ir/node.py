@@ -65,6 +65,17 @@ class Node:
 BORROWED = "borrowed"  # attr of a constant that reads the caller's array at each compute
 
 
+#: attr of a constant whose value changes from one run of a plan to the next (a replay's
+#: input, a borrowed array it reads anew): the compiler never folds it, merges it with an
+#: equal one or writes its value into a kernel, as it may a constant's read at a compute
+VARIABLE = "variable"
+
+
+def is_variable(node: Node) -> bool:
+    """Whether ``node`` is a constant the compiler must treat as unknown (``VARIABLE``)."""
+    return node.op == "constant" and bool(node.attrs.get(VARIABLE))
+
+
 def is_borrowed(node: Node) -> bool:
     """Whether ``node`` is a constant holding a read-only view of the caller's array (not a
     copy), so its contents may change between computes."""

@@ -24,7 +24,7 @@ from hermes_nb.compiler import optimize
 from hermes_nb.compiler.fold import FOLD_LIMIT
 from hermes_nb.compiler.rewrite import origin, set_origin
 from hermes_nb.compiler.target import Target
-from hermes_nb.ir.node import Node, is_borrowed, is_plain, plain_token, toposort
+from hermes_nb.ir.node import Node, is_borrowed, is_plain, is_variable, plain_token, toposort
 from hermes_nb.ir.ops import Kind, kind_of
 
 MAX_TEMPLATES = 256
@@ -111,7 +111,8 @@ def _signature(order: list[Node], outputs: list[Node]) -> tuple[Any, ...] | None
         attrs = node.attrs
         if node.op == "constant":  # small: by value (a borrowed one's key is random)
             value = attrs["value"]
-            attrs = {"value": value.tobytes(), "borrowed": is_borrowed(node)}
+            attrs = {"value": value.tobytes(), "borrowed": is_borrowed(node),
+                     "variable": is_variable(node)}
         elif not is_plain(attrs) or _folds_a_leaf(node):
             return None
         token = plain_token((attrs,)) if attrs else ""

@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.backends import Device, get_device
+from hermes_nb.compiler.rewrite import rebuild
 from hermes_nb.context import current_options
-from hermes_nb.ir.node import Node, OpSpec, is_borrowed, toposort
+from hermes_nb.ir.node import VARIABLE, Node, OpSpec, is_borrowed, toposort
 from hermes_nb.runtime import fork, graph_cache
 from hermes_nb.runtime.cluster_inventory import active_client
 from hermes_nb.runtime.lower import check_integer_powers, has_integer_pow, host_source_value
@@ -50,6 +51,8 @@ class _Step:
     checked: bool = False  # an integer power: negative exponents raise, as in a compute
     sources: tuple[str, ...] = ()  # the device each input is computed on
     moves: bool = False  # some input is computed on another device: copied here first
+    #: the launcher without its own ``np.errstate`` (a NumPy op's), for a run under one
+    bare: Any = None
 
 
 @dataclass(frozen=True)
@@ -76,8 +79,14 @@ class Replay:
                                  f"{a.dtype.name}{list(a.shape)}")
         device = self._only_device
         if device is not None:  # one hand-over to the device for the whole run, not per step
-            return device.run(self._run, arrays, _direct)
+            return device.run(self._quiet_run, arrays)
         return self._run(arrays, _on_its_device)
+
+    # NaN/Inf/overflow follow IEEE/NumPy, silently, as each kernel's launch would have it:
+    # set once for a run on one device (on its thread), whose steps launch without their own
+    @np.errstate(all="ignore")
+    def _quiet_run(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return self._run(arrays, _direct)
 
     @functools.cached_property
     def _only_device(self) -> Device | None:
@@ -125,6 +134,8 @@ def _value(step: _Step, values: list[Any], arrays: Sequence[np.ndarray], call: A
         buffers = [b if d == here else Resident(d, b).on(here)
                    for d, b in zip(step.sources, buffers)]
     if made_here:
+        if call is _direct and step.bare is not None:  # under the run's errstate
+            return step.bare(buffers)
         return call(device, step.launch, buffers)
     return call(device, device.execute, spec, buffers)
 
@@ -139,7 +150,8 @@ def replay_of(outputs: Sequence[Node], inputs: Sequence[Node], *, owned: bool = 
     be replayed as planned."""
     if active_client() is not None:
         return None
-    optimized = graph_cache.optimized(list(outputs), compile_target(), current_options())
+    outputs, inputs = _with_variables(outputs, inputs, owned)
+    optimized = graph_cache.optimized(outputs, compile_target(), current_options())
     placed = place(optimized)
     feeds = {id(n): i for i, n in enumerate(inputs)}
     slots: dict[int, int] = {}
@@ -162,9 +174,33 @@ def replay_of(outputs: Sequence[Node], inputs: Sequence[Node], *, owned: bool = 
             spec = OpSpec.of(node, device.id)
             ins = tuple(slots[id(i)] for i in node.inputs)
             sources = tuple(steps[i].device.id for i in ins)
-            step = _Step(device, spec, device.launcher(spec), ins, checked=has_integer_pow(spec),
-                         sources=sources, moves=any(d != device.id for d in sources))
+            launch = device.launcher(spec)
+            step = _Step(device, spec, launch, ins, checked=has_integer_pow(spec),
+                         sources=sources, moves=any(d != device.id for d in sources),
+                         bare=getattr(launch, "unguarded", None))
         slots[id(node)] = len(steps)
         steps.append(step)
     return Replay(tuple(steps), tuple(slots[id(n)] for n in optimized),
                   tuple((tuple(n.shape), n.dtype) for n in inputs), fork.forks_seen)
+
+
+def _with_variables(outputs: Sequence[Node], inputs: Sequence[Node], owned: bool
+                    ) -> tuple[list[Node], list[Node]]:
+    """The graph with the values that change from run to run (``inputs``, and the borrowed
+    constants unless ``owned``) as ``VARIABLE`` constants, and those inputs: a compute
+    folds small constants and merges equal ones by the values it reads, which would fix a
+    replay's first values for good (an input of a few elements folded into its result, two
+    inputs equal at the first run made one)."""
+    variable = {id(n) for n in inputs}
+
+    def mark(node: Node, new_inputs: tuple[Node, ...]) -> Node | None:
+        if node.op != "constant" or not (id(node) in variable or
+                                         (is_borrowed(node) and not owned)):
+            return None
+        return Node(node.op, (), node.shape, node.dtype, {**node.attrs, VARIABLE: True},
+                    node.device)
+
+    mapped: dict[int, Node] = {}
+    marked = rebuild(list(outputs), mark, mapped)
+    # an input no output reads stays as it is: no step takes it
+    return marked, [mapped.get(id(n), n) for n in inputs]

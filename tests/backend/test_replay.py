@@ -3,6 +3,8 @@ runs, new inputs at each run, borrowed constants read again, results of their ow
 
 from __future__ import annotations
 
+import contextlib
+import warnings
 from typing import Any
 
 import numpy as np
@@ -26,6 +28,62 @@ def test_a_replay_computes_what_a_compute_does(device: Any) -> None:
     y = x[::-1].copy()
     (other,) = replay.run([y])
     np.testing.assert_allclose(other, (np.exp(y) * 2 + y.sum(axis=0)), rtol=1e-5)
+
+
+def test_a_replay_gives_ieee_results_without_warnings(device: Any) -> None:
+    """Division by zero, the log of a negative and overflow give inf and NaN with no
+    RuntimeWarning, as a compute does: a run on one device sets NumPy's error state once
+    for all its steps, which then launch without their own."""
+    x = np.array([1.0, -1.0, 0.0, 3e38], np.float32)
+    with hm.device(device):
+        t = hm.asarray(x)
+        out = hm.log(t) + t / hm.asarray(np.zeros(4, np.float32)) + t * 10.0
+        expected = out.numpy()
+        replay = replay_of([out.node], [t.node])
+    with np.errstate(all="ignore"):
+        reference = np.log(x) + x / np.float32(0) + x * np.float32(10)
+    np.testing.assert_array_equal(expected, reference)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (got,) = replay.run([x])
+    np.testing.assert_array_equal(got, reference)
+    assert np.geterr()["divide"] == "warn"  # the caller's state as it was
+
+
+def _placed(device: Any, pinned: bool) -> Any:
+    """``hm.device(device)`` where ``pinned``; else no device: the scheduler places the
+    kernels, and the compiler folds unpinned constant work (small inputs are constants)."""
+    return hm.device(device) if pinned else contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("pinned", [True, False], ids=["pinned", "placed"])
+def test_small_inputs_are_never_folded_or_merged(device: Any, pinned: bool) -> None:
+    """Inputs of a few elements (which a compute folds into constants), inputs equal or the
+    same array when the replay is planned (which a compute merges) and a 0-d input (which a
+    kernel could take as a literal) all take each run's values."""
+    a = np.ones(16, np.float32)
+    with _placed(device, pinned):
+        t, u, k = hm.asarray(a), hm.asarray(a), hm.asarray(np.float32(2.0))
+        out = (t - u) * k + hm.exp(t)
+        replay = replay_of([out.node], [t.node, u.node, k.node])
+    assert replay is not None and replay.kernels >= 1
+    x, y = np.arange(16, dtype=np.float32), np.full(16, 3.0, np.float32)
+    for scale in (np.float32(5.0), np.float32(-1.0)):
+        (got,) = replay.run([x, y, np.asarray(scale)])
+        np.testing.assert_allclose(got, (x - y) * scale + np.exp(x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("pinned", [True, False], ids=["pinned", "placed"])
+def test_small_borrowed_constants_are_read_at_every_run(device: Any, pinned: bool) -> None:
+    """A borrowed constant of a few elements is read again at each run, never folded into
+    the plan with the value it had then."""
+    x, scale = np.ones(8, np.float32), np.full(8, 2.0, np.float32)
+    with _placed(device, pinned):
+        t = hm.asarray(x)
+        replay = replay_of([(t * hm.asarray(scale) + 1.0).node], [t.node])
+    assert replay.run([x])[0].tolist() == [3.0] * 8
+    scale[:] = 3.0
+    assert replay.run([2 * x])[0].tolist() == [7.0] * 8
 
 
 def test_a_borrowed_constant_is_read_at_every_run(device: Any) -> None:
