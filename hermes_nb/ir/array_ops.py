@@ -87,21 +87,22 @@ class ArrayOps:
         xp, dtype, shape = self.xp, spec.dtype, tuple(spec.shape)
         compute = self._compute(spec)
 
-        # NaN/Inf/overflow follow IEEE/NumPy, silently: errstate as a decorator (1 us a
-        # call) rather than a with block (2 us), which a small op's launch would notice
-        @np.errstate(all="ignore")
-        def value(inputs: Sequence[Any]) -> Any:
-            out = xp.asarray(compute(inputs))
-            return out if out.dtype == dtype else convert(xp, out, dtype)  # astype: the op
-
         def launch(inputs: Sequence[Any]) -> Any:
-            out = value(inputs)
+            out = xp.asarray(compute(inputs))
+            if out.dtype != dtype:
+                out = convert(xp, out, dtype)  # astype: the op
             if out.shape != shape:
                 out = xp.broadcast_to(out, shape)
             # not ascontiguousarray: it turns 0-d arrays into 1-d ones
             return out if out.flags.c_contiguous else out.copy(order="C")
 
-        return launch
+        # NaN/Inf/overflow follow IEEE/NumPy, silently: errstate as a decorator (1 us a
+        # call) rather than a with block (2 us), which a small op's launch would notice;
+        # ``unguarded`` is the launch without it, for a caller that runs many launches
+        # under one errstate of its own (a replay's run: one instead of one a kernel)
+        guarded = np.errstate(all="ignore")(launch)
+        guarded.unguarded = launch  # type: ignore[attr-defined]
+        return guarded
 
     def _compute(self, spec: OpSpec) -> Callable[[Sequence[Any]], Any]:
         """``spec``'s value from its inputs, before ``launch`` fixes its dtype and shape."""

@@ -293,15 +293,33 @@ def test_session_replays_what_the_first_run_planned(device: Any) -> None:
     assert "2 planned input shape(s)" in repr(session)
 
 
-def test_session_checks_its_arguments() -> None:
+@pytest.mark.parametrize("where", [None, "cpu:0"], ids=["placed", "pinned"])
+def test_a_session_of_small_inputs_follows_them(where: str | None) -> None:
+    """Inputs of a few elements: every run's outputs are those of its inputs (two inputs
+    equal at the first run stay two)."""
+    session = hm.onnx.load(_one_node("Add", inputs=2)).session(where)
+    a = np.ones((1, 1, 4, 4), np.float32)
+    for x, w in ((a, a), (a, 3 * a), (-a, np.arange(16, dtype=np.float32).reshape(a.shape))):
+        np.testing.assert_array_equal(session.run(None, {"x": x, "w": w})[0], x + w)
+
+
+@pytest.mark.parametrize("planned", [False, True], ids=["first-run", "after-a-run"])
+def test_session_checks_its_arguments(planned: bool) -> None:
+    """Bad feeds are refused the same way before the first run and after one has planned
+    the shapes (a planned run skips the checks only for a feed of exactly its inputs)."""
     session = hm.onnx.load(_one_node("Add", inputs=2)).session("cpu:0")
     a = np.ones((1, 1, 4, 4), np.float32)
+    if planned:
+        assert session.run(None, {"x": a, "w": a})[0].tolist() == (2 * a).tolist()
     with pytest.raises(ValueError, match="no output 'z'; its outputs: y"):
         session.run(["z"], {"x": a, "w": a})
     with pytest.raises(TypeError, match="missing inputs: w"):
         session.run(None, {"x": a})
+    with pytest.raises(TypeError, match="has no input 'v'; its inputs: x, w"):
+        session.run(None, {"x": a, "v": a})
     with pytest.raises(TypeError, match="expected dtype float32, got float64"):
         session.run(None, {"x": a, "w": a.astype(np.float64)})
+    assert session.run(None, {"x": a, "w": 3 * a})[0].tolist() == (4 * a).tolist()
 
 
 def test_a_failing_replay_is_computed_again_and_replanned(
