@@ -47,18 +47,23 @@ class Session:
             ) -> list[np.ndarray]:
         """The outputs named (``None``: all, in the graph's order) for the inputs in
         ``input_feed`` (name -> array), as NumPy arrays."""
-        names = list(self.model.outputs) if output_names is None else list(output_names)
-        unknown = [n for n in names if n not in self.model.outputs]
-        if unknown:
-            raise ValueError(f"onnx session: the model has no output {unknown[0]!r}; its "
-                             f"outputs: {', '.join(self.model.outputs)}")
+        picked = None if output_names is None else self._indices(output_names)
         arrays = self._planned(input_feed)
         if arrays is None:  # checked against the graph's inputs
             bound = self.model._bind((), input_feed)
             arrays = [np.asarray(v.numpy() if isinstance(v, Tensor) else v)
                       for v in bound.values()]
-        results = dict(zip(self.model.outputs, self._outputs(arrays)))
-        return [results[n] for n in names]
+        outputs = self._outputs(arrays, _key(arrays))
+        return outputs if picked is None else [outputs[i] for i in picked]
+
+    def _indices(self, output_names: Sequence[str]) -> list[int]:
+        """Where each named output is among the graph's."""
+        outputs = self.model.outputs
+        unknown = [n for n in output_names if n not in outputs]
+        if unknown:
+            raise ValueError(f"onnx session: the model has no output {unknown[0]!r}; its "
+                             f"outputs: {', '.join(outputs)}")
+        return [outputs.index(n) for n in output_names]
 
     def _planned(self, input_feed: Mapping[str, Any]) -> list[np.ndarray] | None:
         """The feed's arrays in the graph's order where it is one NumPy array for each
@@ -72,8 +77,7 @@ class Session:
             return None
         return arrays if _key(arrays) in self._replays else None
 
-    def _outputs(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        key = _key(arrays)
+    def _outputs(self, arrays: list[np.ndarray], key: tuple[Any, ...]) -> list[np.ndarray]:
         replay = self._replays.get(key)
         if isinstance(replay, Replay):
             try:
@@ -99,4 +103,4 @@ class Session:
 
 def _key(arrays: Sequence[np.ndarray]) -> tuple[Any, ...]:
     """The input shapes and dtypes a replay is planned for."""
-    return tuple((a.shape, a.dtype.str) for a in arrays)
+    return tuple((a.shape, a.dtype) for a in arrays)
