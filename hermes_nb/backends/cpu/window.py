@@ -136,12 +136,13 @@ class _Launch:
         return weights, others
 
 
-#: multiply-adds (or window reads) from which a kernel runs on every thread (~40 us of
+#: multiply-adds (or window reads) from which a kernel runs on every thread (~15 us of
 #: work on one core): a launch while the team's threads still spin (~10 ms after the last
 #: one, as between a model's layers and runs) costs a few us; below, the work is too small
 #: to risk waiting on a thread that a busy machine has not scheduled. A batch-8 first layer
-#: (1.8 M) runs 1.3-1.5x faster on 2 cores, measured after an idle pause as well
-PARALLEL_MIN_WORK = 1 << 20
+#: (1.8 M) runs 1.3-1.5x faster on 2 cores, measured after an idle pause as well; with its
+#: second (0.29 M) on both cores too, the whole model runs 3-7% faster
+PARALLEL_MIN_WORK = 1 << 18
 
 
 def work(spec: OpSpec) -> int:
