@@ -11,6 +11,7 @@ from hermes_nb.compiler.fold import fold_constants
 from hermes_nb.compiler.fuse import fuse_elementwise
 from hermes_nb.compiler.fuse_matmul import fuse_conv_pools, fuse_matmul_epilogues
 from hermes_nb.compiler.fuse_reduce import fuse_reductions
+from hermes_nb.compiler.fuse_softmax import fuse_softmaxes
 from hermes_nb.compiler.fuse_stencil import fuse_stencils
 from hermes_nb.compiler.target import ANY_DEVICE, Target
 from hermes_nb.ir.node import Node
@@ -23,6 +24,7 @@ __all__ = [
     "fuse_graph",
     "fuse_matmul_epilogues",
     "fuse_reductions",
+    "fuse_softmaxes",
     "fuse_stencils",
     "optimize",
     "simplify",
@@ -39,6 +41,7 @@ def fuse_graph(graph: list[Node], target: Target = ANY_DEVICE) -> list[Node]:
     names the nodes each fused node holds."""
     # the most specific patterns first: each pass leaves what it cannot take to the next
     graph = fuse_stencils(graph, target)
+    graph = fuse_softmaxes(graph, target)
     graph = fuse_matmul_epilogues(graph, target)
     graph = fuse_conv_pools(graph, target)
     graph = fuse_reductions(graph, target)

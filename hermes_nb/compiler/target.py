@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 FUSED_KINDS = frozenset({
-    "fused_elementwise", "fused_reduce", "fused_matmul", "fused_stencil", "fused_conv"})
+    "fused_elementwise", "fused_reduce", "fused_matmul", "fused_stencil", "fused_conv",
+    "fused_softmax"})
 DEFAULT_DEVICE = "cpu:0"  # where an unplaced node runs until the scheduler places it
 
 

@@ -114,6 +114,8 @@ class ArrayOps:
             return self._evaluator(spec.attrs["program"])
         if op == "fused_reduce":
             return self._reducer(spec)
+        if op == "fused_softmax":
+            return self._softmax(spec)
         if op in REDUCTIONS:
             reduce = self._reduction(op, spec.attrs["axes"], spec.attrs["keepdims"],
                                      len(spec.in_shapes[0]), spec.in_dtypes[0])
@@ -179,6 +181,20 @@ class ArrayOps:
             return out if epilogue is None else epilogue([out, *inputs[n:]])
 
         return compute
+
+    def _softmax(self, spec: OpSpec) -> Callable[[Sequence[Any]], Any]:
+        """A ``fused_softmax``: the steps its unfused kernels take (the max, the shifted
+        exponential, its sum, the division), with the same reductions, in one launch."""
+        xp, axes, ndim, dtype = self.xp, spec.attrs["axes"], len(spec.shape), spec.dtype
+        peak = self._reduction("max", axes, True, ndim, dtype)
+        total = self._reduction("sum", axes, True, ndim, dtype)
+
+        def softmax(inputs: Sequence[Any]) -> Any:
+            (x,) = inputs
+            shifted = xp.exp(x - peak(x))
+            return xp.divide(shifted, total(shifted), out=shifted)
+
+        return softmax
 
     def _fused_matmul(self, spec: OpSpec, a: Any, b: Any, *rest: Any) -> Any:
         """Reference semantics: the product, then the epilogue over it."""

@@ -251,6 +251,9 @@ OPS: dict[str, OpDef] = {op.name: op for op in (
         "(its attrs) and conv_shape; inputs: x, weights, then the epilogue's others)"),
     _op("fused_stencil", Kind.FUSED, 1,
         "a pipeline of 2-D stencils and pointwise maths in one pass"),
+    _op("fused_softmax", Kind.FUSED, 1,
+        "exp(x - max(x)) / sum(exp(x - max(x))) over axes, the max and sum kept as dims "
+        "(attrs: axes)"),
 )}
 
 

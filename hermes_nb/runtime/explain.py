@@ -75,6 +75,10 @@ def _ops(node: Node) -> tuple[str, ...]:
         return kernel_ops(node)
     if node.op == "fused_stencil":
         return node.attrs["stencil"].ops
+    if node.op == "fused_softmax":
+        from hermes_nb.compiler.fuse_softmax import SOFTMAX_STEPS
+
+        return SOFTMAX_STEPS
     return (node.op,)
 
 

@@ -45,7 +45,7 @@ def _run_elementwise(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any],
 class CPUDevice(Device):
     kind = "cpu"
     fused_ops = frozenset({"fused_elementwise", "fused_reduce", "fused_matmul", "fused_stencil",
-                           "fused_conv"})
+                           "fused_conv", "fused_softmax"})
     # NumPy and Numba's threading layer (tbb/omp) are safe from any thread
     runs_on_caller = True
 

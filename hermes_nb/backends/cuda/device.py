@@ -32,7 +32,8 @@ def discover() -> list[CUDADevice]:
 
 class CUDADevice(Device):
     kind = "cuda"
-    fused_ops = frozenset({"fused_elementwise", "fused_reduce", "fused_matmul", "fused_stencil"})
+    fused_ops = frozenset({"fused_elementwise", "fused_reduce", "fused_matmul", "fused_stencil",
+                           "fused_softmax"})
 
     def __init__(self, index: int) -> None:
         import cupy
