@@ -13,10 +13,12 @@ from hermes_nb.compiler.fuse_matmul import fuse_conv_pools, fuse_matmul_epilogue
 from hermes_nb.compiler.fuse_reduce import fuse_reductions
 from hermes_nb.compiler.fuse_softmax import fuse_softmaxes
 from hermes_nb.compiler.fuse_stencil import fuse_stencils
+from hermes_nb.compiler.kept_dims import drop_kept_dims
 from hermes_nb.compiler.target import ANY_DEVICE, Target
 from hermes_nb.ir.node import Node
 
 __all__ = [
+    "drop_kept_dims",
     "eliminate_common_subexpressions",
     "fold_constants",
     "fuse_conv_pools",
@@ -44,7 +46,7 @@ def fuse_graph(graph: list[Node], target: Target = ANY_DEVICE) -> list[Node]:
     graph = fuse_softmaxes(graph, target)
     graph = fuse_matmul_epilogues(graph, target)
     graph = fuse_conv_pools(graph, target)
-    graph = fuse_reductions(graph, target)
+    graph = drop_kept_dims(fuse_reductions(graph, target))
     return fuse_elementwise(graph, target)
 
 
