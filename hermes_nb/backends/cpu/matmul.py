@@ -35,7 +35,9 @@ def launcher(ops: ArrayOps, spec: OpSpec, generated: bool) -> Callable[[Sequence
     made once: a replay launches one spec at every run)."""
     shape, product_dtype = tuple(spec.shape), np.dtype(spec.attrs["matmul_dtype"])
     epilogue = spec.attrs["epilogue"]
-    numpy_epilogue = None if generated else ops.launcher(_epilogue_spec(spec, product_dtype))
+    # NumPy's epilogue under the launch's own error state (below), not one of its own
+    numpy_epilogue = (None if generated else
+                      ops.launcher(_epilogue_spec(spec, product_dtype)).unguarded)
 
     def launch(inputs: Sequence[Any]) -> Any:
         a, b, *rest = inputs
@@ -50,7 +52,11 @@ def launcher(ops: ArrayOps, spec: OpSpec, generated: bool) -> Callable[[Sequence
             jit.numba_codegen().launch(epilogue, [product, *rest], [out])
         return out
 
-    return launch
+    # NaN/Inf/overflow follow IEEE/NumPy, silently; ``unguarded`` for a caller that runs
+    # many launches under one errstate (ArrayOps.launcher's convention)
+    guarded = np.errstate(all="ignore")(launch)
+    guarded.unguarded = launch  # type: ignore[attr-defined]
+    return guarded
 
 
 def _epilogue_spec(spec: OpSpec, product_dtype: np.dtype) -> OpSpec:
