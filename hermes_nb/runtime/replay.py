@@ -12,6 +12,9 @@ kernels a compute runs, on the same devices, each kernel's launcher made once wi
 ``Device.launcher``; a replay on one device is handed to it once, as one unit of its load)
 and brings the outputs back. Runs are not profiled or recorded for
 the scheduler, and nothing is re-placed: the placement is the one the replay was made with.
+The values that change from run to run (the inputs, the borrowed constants read anew) are
+``VARIABLE`` constants in the planned graph: the compiler folds, merges and writes into
+kernels only what is the same at every run.
 
 Graphs that a replay cannot run as they were planned give no replay (:func:`replay_of`
 returns None): split (co-executed) kernels, values held on a cluster's workers.
