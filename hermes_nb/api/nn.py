@@ -2,7 +2,7 @@
 ``conv`` and ``pool`` nodes (``ir/windows.py`` says what they compute). Every device runs
 them; ``cpu:0`` with a generated Numba kernel per window shape, ``opencl:N`` with one
 work-item per output, ``cuda:N`` by im2col and cuBLAS. The geometry is checked here, when
-the graph is built.
+the graph is built. ``softmax`` is the stable softmax, which the compiler fuses.
 """
 
 from __future__ import annotations
@@ -12,9 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from hermes_nb.api import elementwise as ew
 from hermes_nb.api.elementwise import _as_tensor
 from hermes_nb.api.graph import make_node
+from hermes_nb.api.reductions import max as reduce_max
+from hermes_nb.api.reductions import sum as reduce_sum
 from hermes_nb.api.tensor import Tensor
+from hermes_nb.ir.infer import normalize_axes
 from hermes_nb.ir.windows import POOL_MODES, Window
 
 
@@ -71,6 +75,29 @@ def pool(x: Any, mode: str, kernel: Sequence[int], strides: Sequence[int] | None
              "pads": g.pads}
     shape = (*x.shape[:2], *_out_spatial("pool", x, g))
     return Tensor(make_node("pool", [x.node], shape, x.dtype, **attrs))
+
+
+def softmax(x: Any, axis: int | Sequence[int] | None = -1) -> Tensor:
+    """``exp(x - max(x)) / sum(exp(x - max(x)))`` over ``axis`` (the last by default; a
+    tuple of axes, or None for all): the stable softmax, one ``fused_softmax`` kernel on the
+    devices that run it (``cpu:0``, ``cuda:N``), else its four kernels. A slice of ``-inf``
+    takes no share; a slice all ``-inf`` or holding a NaN is NaN, as NumPy's steps give.
+
+    >>> import hermes_nb as hm
+    >>> from hermes_nb.api.nn import softmax
+    >>> softmax(hm.asarray([[0.0, 0.0], [0.0, float("-inf")]])).numpy()
+    array([[0.5, 0.5],
+           [1. , 0. ]])
+    """
+    x = _as_tensor(x, "softmax")
+    if x.dtype.kind != "f":
+        raise TypeError(f"softmax: x must be a real floating-point tensor, got {x.dtype.name}")
+    axes = normalize_axes("softmax", axis, x.ndim)
+    if any(x.shape[a] == 0 for a in axes):
+        raise ValueError(f"softmax: axis={axis!r} of a tensor of shape {x.shape} is empty; "
+                         f"a softmax needs at least one element along each axis")
+    shifted = ew.exp(ew.subtract(x, reduce_max(x, axis=axes, keepdims=True)))
+    return ew.divide(shifted, reduce_sum(shifted, axis=axes, keepdims=True))
 
 
 def _window(op: str, x: Tensor, kernel: Sequence[int], strides: Sequence[int] | None,

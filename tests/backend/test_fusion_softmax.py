@@ -101,3 +101,34 @@ def test_near_softmaxes_are_not_fused(case: str) -> None:
         out = shifted / hm.sum(shifted, axis=1, keepdims=True)
     assert "fused_softmax" not in {n.op for n in toposort(optimize([out.node]))}
     np.testing.assert_allclose(out.numpy()[0], np.full(5, 0.2), rtol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [-1, 0, (0, 2), None], ids=str)
+def test_nn_softmax_is_the_fused_kernel(device: Any, axis: Any) -> None:
+    from hermes_nb.api.nn import softmax
+
+    x = np.random.default_rng(7).normal(0, 3, (3, 4, 5)).astype(np.float32)
+    with hm.device(device):
+        out = softmax(hm.asarray(x), axis=axis)
+        plan = out.explain()
+        got = out.numpy()
+    np.testing.assert_allclose(got, scipy_softmax(x.astype(np.float64), axis=axis),
+                               rtol=1e-5, atol=1e-7)
+    if "fused_softmax" in device.fused_ops:
+        assert _softmax_kernels(plan) == len(plan.kernels) == 1, plan
+
+
+@pytest.mark.parametrize(("x", "axis", "error", "message"), [
+    (np.arange(4), -1, TypeError, "softmax: x must be a real floating-point tensor, got int64"),
+    (np.ones((2, 3), np.float32), 2, ValueError,
+     r"softmax: axis 2 is out of range for a 2-d tensor \(allowed: -2 to 1\)"),
+    (np.ones((2, 0), np.float32), 1, ValueError,
+     r"softmax: axis=1 of a tensor of shape \(2, 0\) is empty"),
+    (np.ones(3, np.float32), "last", TypeError, "softmax: axis must be None, an int or a tuple"),
+], ids=["integers", "axis out of range", "empty axis", "axis not an int"])
+def test_nn_softmax_refuses_bad_input_when_built(x: np.ndarray, axis: Any, error: type,
+                                                 message: str) -> None:
+    from hermes_nb.api.nn import softmax
+
+    with pytest.raises(error, match=message):
+        softmax(hm.asarray(x), axis=axis)

@@ -10,6 +10,7 @@ import numpy as np
 from hermes_nb.api import elementwise as ew
 from hermes_nb.api.linalg import matmul
 from hermes_nb.api.manipulation import matrix_transpose
+from hermes_nb.api.nn import softmax
 from hermes_nb.api.onnx_import.table import DTYPE_NAMES, DTYPES, Inputs, OnnxNode, OpSpec, norm_axis, spec
 from hermes_nb.api.reductions import max as reduce_max
 from hermes_nb.api.reductions import mean, sum
@@ -59,8 +60,7 @@ def _softmax(n: OnnxNode, ins: Inputs) -> list[Tensor]:
         axes: tuple[int, ...] = (norm_axis(n, n.attr("axis", -1), x.ndim),)
     else:  # opsets 1 and 11: over the input coerced to 2-D at axis
         axes = tuple(range(norm_axis(n, n.attr("axis", 1), x.ndim), x.ndim))
-    shifted = ew.exp(ew.subtract(x, reduce_max(x, axis=axes, keepdims=True)))
-    return [ew.divide(shifted, sum(shifted, axis=axes, keepdims=True))]
+    return [softmax(x, axis=axes)]
 
 
 def _clip(n: OnnxNode, ins: Inputs) -> list[Tensor]:
