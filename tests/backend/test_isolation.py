@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -304,15 +305,19 @@ def built_files(dev: OpenCLDevice, source: str) -> dict[str, Path]:
 
 
 BUILD_ELSEWHERE = """
-import json
+import json, pathlib, shutil
 import hermes_nb as hm
 from hermes_nb.backends.opencl.guard import _digest
 (dev,) = [d for d in hm.devices() if d.id == {dev!r}]
 dev.programs.kernel({source!r}, "k")
 guard = dev.programs._guard
 marker = guard._markers / (_digest("build", {source!r}) + ".json")
-listed = json.loads(marker.read_text())
-print(json.dumps({{str(r): str(guard.driver_cache / r) for r in listed}}))
+copies = {{}}
+for relative in json.loads(marker.read_text()):
+    copy = pathlib.Path({out!r}) / relative.replace("/", "_")
+    shutil.copyfile(guard.driver_cache / relative, copy)
+    copies[relative] = str(copy)
+print(json.dumps(copies))
 """
 
 
@@ -333,18 +338,21 @@ def test_an_entry_another_process_rebuilt_is_no_damage(cl_dev, tmp_path, caplog)
     source = unique_source()
     files = built_files(fresh(cl_dev), source)
     # the same program built by another process, in a cache folder of its own
-    env = {"HERMES_NB_CACHE_DIR": str(tmp_path), "HERMES_OPENCL_ALL_DRIVERS": "1"}
-    proc = _run_child(BUILD_ELSEWHERE.format(dev=cl_dev.id, source=source), env)
+    env = {"HERMES_NB_CACHE_DIR": str(tmp_path / "cache"), "HERMES_OPENCL_ALL_DRIVERS": "1"}
+    out = tmp_path / "built"
+    out.mkdir()
+    # the other process copies its build's files as soon as it has them: its cache is its
+    # own, and what its background work does to it after that is not this test's subject
+    proc = _run_child(BUILD_ELSEWHERE.format(dev=cl_dev.id, source=source, out=str(out)), env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    # the other build's files by name (its program folder may be named otherwise: PoCL's
-    # hash of a program is not always the same from one process to the next)
-    elsewhere = {Path(r).name: Path(p) for r, p in
-                 json.loads(proc.stdout.strip().splitlines()[-1]).items()}
+    elsewhere = {r: Path(p) for r, p in json.loads(proc.stdout.strip().splitlines()[-1]).items()}
     rewritten = 0
     for relative, path in files.items():
-        other = elsewhere.get(Path(relative).name)
+        other = elsewhere.get(relative)
         if relative.endswith(".bc") and other and other.read_bytes() != path.read_bytes():
-            other.replace(path)  # as PoCL writes: a whole new file renamed over the old
+            staged = path.with_name(f"{path.name}.new")
+            shutil.copyfile(other, staged)
+            staged.replace(path)  # as PoCL writes: a whole new file renamed over the old
             rewritten += 1
     assert rewritten, "two builds of one program gave the same bitcode: nothing to check"
     again = fresh(cl_dev)
