@@ -46,6 +46,16 @@ REDUCTIONS = ("sum", "prod", "max", "min")
 _UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
+def ieee_quiet(launch: Callable[[Sequence[Any]], Any]) -> Callable[[Sequence[Any]], Any]:
+    """``launch`` with NaN/Inf/overflow following IEEE/NumPy, silently: errstate as a
+    decorator (1 us a call) rather than a with block (2 us), which a small op's launch would
+    notice. Its ``unguarded`` attribute is ``launch`` itself, for a caller that runs many
+    launches under one errstate of its own (a replay's run: one instead of one a kernel)."""
+    guarded = np.errstate(all="ignore")(launch)
+    guarded.unguarded = launch  # type: ignore[attr-defined]
+    return guarded
+
+
 def _first(inputs: Sequence[Any]) -> Any:
     return inputs[0]
 
@@ -96,13 +106,7 @@ class ArrayOps:
             # not ascontiguousarray: it turns 0-d arrays into 1-d ones
             return out if out.flags.c_contiguous else out.copy(order="C")
 
-        # NaN/Inf/overflow follow IEEE/NumPy, silently: errstate as a decorator (1 us a
-        # call) rather than a with block (2 us), which a small op's launch would notice;
-        # ``unguarded`` is the launch without it, for a caller that runs many launches
-        # under one errstate of its own (a replay's run: one instead of one a kernel)
-        guarded = np.errstate(all="ignore")(launch)
-        guarded.unguarded = launch  # type: ignore[attr-defined]
-        return guarded
+        return ieee_quiet(launch)
 
     def _compute(self, spec: OpSpec) -> Callable[[Sequence[Any]], Any]:
         """``spec``'s value from its inputs, before ``launch`` fixes its dtype and shape."""

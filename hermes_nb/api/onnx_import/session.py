@@ -48,12 +48,13 @@ class Session:
         """The outputs named (``None``: all, in the graph's order) for the inputs in
         ``input_feed`` (name -> array), as NumPy arrays."""
         picked = None if output_names is None else self._indices(output_names)
-        arrays = self._planned(input_feed)
-        if arrays is None:  # checked against the graph's inputs
+        planned = self._planned(input_feed)
+        if planned is None:  # checked against the graph's inputs
             bound = self.model._bind((), input_feed)
             arrays = [np.asarray(v.numpy() if isinstance(v, Tensor) else v)
                       for v in bound.values()]
-        outputs = self._outputs(arrays, _key(arrays))
+            planned = arrays, _key(arrays)
+        outputs = self._outputs(*planned)
         return outputs if picked is None else [outputs[i] for i in picked]
 
     def _indices(self, output_names: Sequence[str]) -> list[int]:
@@ -65,17 +66,19 @@ class Session:
                              f"outputs: {', '.join(outputs)}")
         return [outputs.index(n) for n in output_names]
 
-    def _planned(self, input_feed: Mapping[str, Any]) -> list[np.ndarray] | None:
-        """The feed's arrays in the graph's order where it is one NumPy array for each
-        input, shaped as an earlier run's (checked then), else None: a run with planned
-        shapes goes straight to its replay (the checks cost a batch-8 CNN's run 2%)."""
+    def _planned(self, input_feed: Mapping[str, Any]
+                 ) -> tuple[list[np.ndarray], tuple[Any, ...]] | None:
+        """The feed's arrays in the graph's order and their key where it is one NumPy array
+        for each input, shaped as an earlier run's (checked then), else None: a run with
+        planned shapes goes straight to its replay (the checks cost a batch-8 CNN's run 2%)."""
         inputs = self.model.inputs
         if len(input_feed) != len(inputs):
             return None
         arrays = [input_feed.get(i.name) for i in inputs]
         if not all(type(a) is np.ndarray for a in arrays):
             return None
-        return arrays if _key(arrays) in self._replays else None
+        key = _key(arrays)
+        return (arrays, key) if key in self._replays else None
 
     def _outputs(self, arrays: list[np.ndarray], key: tuple[Any, ...]) -> list[np.ndarray]:
         replay = self._replays.get(key)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.backends.cpu import jit
-from hermes_nb.ir.array_ops import ArrayOps
+from hermes_nb.ir.array_ops import ArrayOps, ieee_quiet
 from hermes_nb.ir.node import OpSpec
 
 __all__ = ["launcher", "numba_threads", "run_matmul"]
@@ -52,11 +52,7 @@ def launcher(ops: ArrayOps, spec: OpSpec, generated: bool) -> Callable[[Sequence
             jit.numba_codegen().launch(epilogue, [product, *rest], [out])
         return out
 
-    # NaN/Inf/overflow follow IEEE/NumPy, silently; ``unguarded`` for a caller that runs
-    # many launches under one errstate (ArrayOps.launcher's convention)
-    guarded = np.errstate(all="ignore")(launch)
-    guarded.unguarded = launch  # type: ignore[attr-defined]
-    return guarded
+    return ieee_quiet(launch)
 
 
 def _epilogue_spec(spec: OpSpec, product_dtype: np.dtype) -> OpSpec:
