@@ -21,6 +21,8 @@ F = torch.nn.functional
 # (x shape, weight shape, strides, pads (begins, then ends), dilations, groups)
 CONV_CASES = {
     "3x3 same": ((3, 3, 32, 32), (8, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    # cpu:0's jobs cover blocks of images: 8 in blocks of 2 on two threads, 3 on one
+    "batch of 8": ((8, 3, 32, 32), (8, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
     "grouped strided dilated": ((2, 8, 16, 16), (16, 4, 3, 3), (2, 2), (2, 2, 2, 2), (2, 2), 2),
     "asymmetric": ((2, 4, 9, 11), (6, 2, 3, 2), (2, 1), (1, 0, 2, 1), (1, 2), 2),
     # widths a multiple of the column stride (each phase gathered for the whole plane),
@@ -85,6 +87,22 @@ def test_conv_matches_torch(device: Any, generated: None, case: str) -> None:
     expected = _torch_conv(x, w, strides, pads, dilations, groups)
     assert got.shape == expected.shape and got.dtype == np.float32
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_image_blocks_share_the_work_out_evenly() -> None:
+    """A cpu:0 conv job covers a block of images: of the blocks that keep its run in cache,
+    the largest that shares the jobs out most evenly between Numba's threads."""
+    from hermes_nb.backends.cpu.window import _block, _busiest_thread
+
+    # 34 x 34 phases (a padded 32 x 32 plane): 3 images a run at most; 2 jobs a block
+    assert _block(34, 34, 8, 2, 1) == 3  # one thread: the longest runs
+    assert _busiest_thread(8, 3, 2, 2) == 9  # jobs of 3, 3, 3 | 3, 2, 2 images
+    assert _busiest_thread(8, 2, 2, 2) == 8
+    assert _block(34, 34, 8, 2, 2) == 2
+    assert _block(34, 34, 6, 2, 2) == 3  # 3, 3 | 3, 3
+    assert _block(34, 34, 7, 1, 2) == 2  # 2, 2 | 2, 1: 4 against 3, as with blocks of 1
+    assert _block(34, 34, 1, 4, 2) == 1
+    assert _block(400, 400, 8, 2, 2) == 1  # a plane beyond a run's size: one image a job
 
 
 def test_a_layer_run_again_reads_only_its_new_input(device: Any, generated: None) -> None:
