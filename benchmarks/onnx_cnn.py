@@ -6,9 +6,9 @@ NumPy in and NumPy out, medians of interleaved rounds, and their ratios.
 The model (built with ``onnx.helper``, seeded random weights, no downloads) is
 Conv → BatchNormalization → Relu → MaxPool → Conv(group=2, strides, pads, dilations) →
 GlobalAveragePool → Flatten → Gemm → Softmax; ``tests/backend/test_onnx.py`` checks it
-against onnxruntime. Hermes runs it as 5 kernels (the first Conv with its bias, folded
-batch norm, ReLU and MaxPool one ``fused_conv``, the second with its bias another, the global
-pool and the Flatten a reduction, Gemm a ``fused_matmul``, Softmax a ``fused_softmax``). Two Hermes runs
+against onnxruntime. Hermes runs it on ``cpu:0`` as 4 kernels (the first Conv with its
+bias, folded batch norm, ReLU and MaxPool one ``fused_conv``, the second with its bias, the
+global pool and the Flatten another, Gemm a ``fused_matmul``, Softmax a ``fused_softmax``). Two Hermes runs
 are timed: ``session.run`` (``model.session(device)``: NumPy in and out like onnxruntime's
 ``InferenceSession.run``, the kernels planned once and replayed) and the lazy
 ``model(x).numpy()``, which builds, plans, places and schedules the graph on every run; its

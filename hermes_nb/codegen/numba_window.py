@@ -220,6 +220,49 @@ class ConvPool:
     pads: tuple[int, int]  # before the rows, before the columns
 
 
+@dataclass(frozen=True)
+class ConvReduce:
+    """A reduction of each plane of a conv's result to one value (a global pool), then an
+    elementwise program over that value (a mean's division), computed in the conv's kernel
+    (a ``fused_conv``'s attr ``reduce``): the full-size result is never written out."""
+
+    mode: str  # sum, max or min
+    epilogue: Program | None  # input 0: the reduced value
+
+
+# a plane reduction's partial result (one a column) combined with value ``v``
+_PLANE_COMBINE = {
+    "sum": "{acc} += {v}",
+    "max": "{acc} = {v} if {v} > {acc} or {v} != {v} else {acc}",  # NaN propagates
+    "min": "{acc} = {v} if {v} < {acc} or {v} != {v} else {acc}",
+}
+_PLANE_IDENTITY = {"sum": "0.0", "max": "-np.inf", "min": "np.inf"}
+
+
+def _reduced(ind: str, epilogue: _Epilogue, post: _Epilogue | None, reduce: ConvReduce,
+             dtype: str) -> list[str]:
+    """Each image's epilogue, reduced over its plane into ``out[n, ch, 0, 0]`` through the
+    reduction's own epilogue (``post``): a partial result per column (the loop over a row's
+    columns vectorises; one running value would chain every add), a sum's in float64."""
+    mode = reduce.mode
+    work = "np.float64" if mode == "sum" else f"np.{dtype}"
+
+    def combine(acc: str, v: str) -> str:
+        return _PLANE_COMBINE[mode].format(acc=acc, v=v)
+
+    store = post.body if post is not None else ["out[n, ch, 0, 0] = red"]
+    return [f"{ind}part = np.empty(OW, {work})", f"{ind}for k in range(nb):",
+            f"{ind}    n = n0 + k", *(f"{ind}    {line}" for line in epilogue.setup),
+            f"{ind}    for ow in range(OW):", f"{ind}        part[ow] = {_PLANE_IDENTITY[mode]}",
+            f"{ind}    for oh in range(OH):", f"{ind}        a = acc[k * S + oh * Wq:]",
+            f"{ind}        for ow in range(OW):",
+            *(f"{ind}            {line}" for line in epilogue.body),
+            f"{ind}            {combine('part[ow]', 'r')}",
+            f"{ind}    t = {work}({_PLANE_IDENTITY[mode]})", f"{ind}    for ow in range(OW):",
+            f"{ind}        {combine('t', 'part[ow]')}", f"{ind}    red = np.{dtype}(t)",
+            *(f"{ind}    {line}" for line in store)]
+
+
 # the pool code's names, as the conv kernel's pooled copy-out spells them
 _POOL_NAMES = {"H": "OH", "W": "OW", "OH": "POH", "OW": "POW", "ph": "pph", "pw": "ppw",
                "k": "kp", "oh": "po", "r": "prow", "lo": "plo", "hi": "phi", "fill": "pfill"}
@@ -289,29 +332,31 @@ class _Epilogue:
     flat: bool = False
 
 
-def _epilogue(program: Program, planes: tuple[bool, ...], store: str = "orow[ow]") -> _Epilogue:
+def _epilogue(program: Program, planes: tuple[bool, ...], store: str = "orow[ow]",
+              value: str = "a[ow]", prefix: str = "") -> _Epilogue:
     """``planes[j - 1]``: whether input ``j`` is one value per (image, channel) plane (a
-    bias, a batch norm's scale), read once before the loop instead of per element; the
-    result goes to ``store``."""
+    bias, a batch norm's scale), read once before the loop instead of per element; input 0
+    is ``value``, the result goes to ``store``; ``prefix`` starts the names of its
+    constants, parameters and temporaries (a second program in the same kernel)."""
     program = program.template  # a scalar parameter's value cannot reach the source
     emitter = _Emitter(program)
     n_in, n_const = program.n_inputs, len(program.consts)
-    names = {0: "a[ow]"}
+    names = {0: value}
     inputs = [f"e{j}" for j in range(1, n_in)]
     setup = [f"v{j} = e{j}[n, ch, 0, 0]" for j in range(1, n_in) if planes[j - 1]]
     names.update({j: f"v{j}" if planes[j - 1] else f"e{j}[n, ch, oh, ow]"
                   for j in range(1, n_in)})
     consts = []
     for j in program.baked:
-        names[n_in + j] = f"K{j}"
-        consts.append(f"K{j} = {_literal(*program.consts[j])}")
-    params = [f"S{i}" for i in range(len(program.params))]
-    names.update({n_in + j: f"S{i}" for i, j in enumerate(program.params)})
+        names[n_in + j] = f"{prefix}K{j}"
+        consts.append(f"{prefix}K{j} = {_literal(*program.consts[j])}")
+    params = [f"{prefix}S{i}" for i in range(len(program.params))]
+    names.update({n_in + j: f"{prefix}S{i}" for i, j in enumerate(program.params)})
     body = []
     for q, instr in enumerate(program.instrs):
         code = emitter.expr(instr.op, [names[a] for a in instr.args], instr.args, instr.dtype)
-        body.append(f"p{q} = {code}")
-        names[n_in + n_const + q] = f"p{q}"
+        body.append(f"{prefix}p{q} = {code}")
+        names[n_in + n_const + q] = f"{prefix}p{q}"
     body.append(f"{store} = {names[program.outputs[0]]}")
     helpers = [h.rstrip() + "\n" for h in emitter.helpers.values()]
     return _Epilogue(setup, body, inputs, params, consts + helpers, store == "a[ow]" and all(planes))
@@ -360,27 +405,36 @@ def scratch_size(shape: WindowShape, channels: int, images: int, hq: int, wq: in
 
 
 def render_conv(shape: WindowShape, epilogue: Program | None = None,
-                planes: tuple[bool, ...] = (), pool: ConvPool | None = None) -> str:
+                planes: tuple[bool, ...] = (), pool: ConvPool | None = None,
+                reduce: ConvReduce | None = None) -> str:
     """``kernel(x, w, out, xq, groups, ph, pw, Hq, Wq, NB, *others, *params)``: out (N, M, OH,
     OW) = conv(x, w), through ``epilogue`` (its other inputs and parameters follow) if any;
     ``planes`` says which of those inputs hold one value per plane. With ``pool`` (and an
     epilogue), ``out`` is the pooled result and the convolution's size follows ``NB``:
-    ``kernel(x, w, out, xq, groups, ph, pw, Hq, Wq, NB, COH, COW, *others, *params)``.
+    ``kernel(x, w, out, xq, groups, ph, pw, Hq, Wq, NB, COH, COW, *others, *params)``. With
+    ``reduce`` instead, ``out`` is (N, M, 1, 1), each plane's reduction, and the parameters of
+    the reduction's epilogue follow the others.
     ``xq`` is the padded scratch copy of ``x`` (``scratch_size`` elements), zero where the
     padding is: the kernel writes only the input's positions, so a scratch kept for a layer
     stays zero there from one run to the next."""
     t = f"np.{shape.dtype}"
     # in place in the accumulator for a joined pool to read, else straight to each output
     # row (one pass: an in-place pass over whole planes and a copy of each row costs more)
-    store = "a[ow]" if pool is not None else "orow[ow]"
+    store = "a[ow]" if pool is not None else "r" if reduce is not None else "orow[ow]"
     epi = _epilogue(epilogue, planes, store) if epilogue is not None else None
+    post = _epilogue(reduce.epilogue, (), "out[n, ch, 0, 0]", "red", "r") \
+        if reduce is not None and reduce.epilogue is not None else None
     extra = [*epi.inputs, *epi.params] if epi is not None else []
-    if pool is not None:
-        extra = ["COH", "COW", *extra]
+    if pool is not None or reduce is not None:
+        extra = ["COH", "COW", *extra, *(post.params if post is not None else [])]
     note = f"conv {shape}" + (f", epilogue {epilogue.signature}" if epilogue else "") + \
-        (f", {pool.mode} pool {pool.shape} pads {pool.pads}" if pool else "")
+        (f", {pool.mode} pool {pool.shape} pads {pool.pads}" if pool else "") + \
+        (f", {reduce.mode} over each plane" if reduce else "") + \
+        (f", epilogue {reduce.epilogue.signature}" if reduce and reduce.epilogue else "")
+    module_lines = [*(epi.module_lines if epi is not None else []),
+                    *(post.module_lines if post is not None else [])]
     lines = module_header("numba_window", _CODEGEN_HASH, [note])
-    lines += [*(epi.module_lines if epi is not None else []),
+    lines += [*dict.fromkeys(module_lines),  # a helper both programs use, defined once
               '@njit(parallel=True, cache=True, boundscheck=False, nogil=True, '
               'error_model="numpy")',
               f"def kernel({', '.join(['x, w, out, xq, groups, ph, pw, Hq, Wq, NB', *extra])}):",
@@ -396,11 +450,15 @@ def render_conv(shape: WindowShape, epilogue: Program | None = None,
                  *_accumulate("            ", shape)]),
               f"        for mi in range({shape.channels}):",
               "            ch = m0 + mi", "            acc = accs[mi]",
-              *(_compact("            ", epi) if pool is None or epi is None else
+              *(_reduced("            ", epi, post, reduce, shape.dtype)
+                if reduce is not None and epi is not None else
+                _compact("            ", epi) if pool is None or epi is None else
                 _pooled("            ", epi, pool)), ""]
+    at = lines.index("    OH, OW = out.shape[2], out.shape[3]")
     if pool is not None:  # the convolution's size is an argument, the output is pooled
-        at = lines.index("    OH, OW = out.shape[2], out.shape[3]")
         lines[at:at + 1] = ["    OH, OW = COH, COW", "    POH, POW = out.shape[2], out.shape[3]"]
+    elif reduce is not None:  # the convolution's size is an argument, the output reduced
+        lines[at:at + 1] = ["    OH, OW = COH, COW"]
     return "\n".join(lines)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from hermes_nb.compiler.cse import eliminate_common_subexpressions
 from hermes_nb.compiler.fold import fold_constants
 from hermes_nb.compiler.fuse import fuse_elementwise
+from hermes_nb.compiler.fuse_conv_reduce import fuse_conv_reductions
 from hermes_nb.compiler.fuse_matmul import fuse_conv_pools, fuse_matmul_epilogues
 from hermes_nb.compiler.fuse_reduce import fuse_reductions
 from hermes_nb.compiler.fuse_softmax import fuse_softmaxes
@@ -22,6 +23,7 @@ __all__ = [
     "eliminate_common_subexpressions",
     "fold_constants",
     "fuse_conv_pools",
+    "fuse_conv_reductions",
     "fuse_elementwise",
     "fuse_graph",
     "fuse_matmul_epilogues",
@@ -47,6 +49,7 @@ def fuse_graph(graph: list[Node], target: Target = ANY_DEVICE) -> list[Node]:
     graph = fuse_matmul_epilogues(graph, target)
     graph = fuse_conv_pools(graph, target)
     graph = drop_kept_dims(fuse_reductions(graph, target))
+    graph = fuse_conv_reductions(graph, target)
     return fuse_elementwise(graph, target)
 
 

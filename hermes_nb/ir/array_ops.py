@@ -206,13 +206,21 @@ class ArrayOps:
         return self._program(spec.attrs["epilogue"], spec.shape, [product, *rest])
 
     def _fused_conv(self, spec: OpSpec, x: Any, w: Any, *rest: Any) -> Any:
-        """Reference semantics: the convolution, the epilogue over it, then the pool (if
-        one joined it)."""
+        """Reference semantics: the convolution, the epilogue over it, then the pool or the
+        reduction of every plane (and its epilogue) if one joined it."""
         conv_shape = spec.attrs.get("conv_shape", spec.shape)
         product = windows.conv(self.xp, x, w, spec.attrs, conv_shape)
         value = self._program(spec.attrs["epilogue"], conv_shape, [product, *rest])
-        pool = spec.attrs.get("pool")
-        return value if pool is None else windows.pool(self.xp, value, pool, spec.shape)
+        pool, reduce = spec.attrs.get("pool"), spec.attrs.get("reduce")
+        if pool is not None:
+            return windows.pool(self.xp, value, pool, spec.shape)
+        if reduce is None:
+            return value
+        ndim = len(conv_shape)
+        reduced = self.xp.asarray(self._reduction(
+            reduce["mode"], tuple(range(2, ndim)), reduce["keepdims"], ndim, value.dtype)(value))
+        post = reduce["epilogue"]
+        return reduced if post is None else self._program(post, spec.shape, [reduced])
 
     def _fused_stencil(self, spec: OpSpec, image: Any) -> Any:
         """Reference semantics: the stages one after another, each value materialised."""

@@ -246,9 +246,11 @@ OPS: dict[str, OpDef] = {op.name: op for op in (
         "(attrs: epilogue (input 0: the product), matmul_dtype; inputs: a, b, then "
         "the epilogue's others)"),
     _op("fused_conv", Kind.FUSED, None,
-        "conv whose result passes through an elementwise epilogue, then maybe a pool "
-        "(attrs: conv's, epilogue (input 0: the convolution), conv_dtype; with a pool: pool "
-        "(its attrs) and conv_shape; inputs: x, weights, then the epilogue's others)"),
+        "conv whose result passes through an elementwise epilogue, then maybe a pool or a "
+        "reduction of every spatial axis (attrs: conv's, epilogue (input 0: the "
+        "convolution), conv_dtype; with a pool: pool (its attrs) and conv_shape; with a "
+        "reduction: reduce (mode, keepdims, epilogue: input 0 the reduced value) and "
+        "conv_shape; inputs: x, weights, then the epilogue's others)"),
     _op("fused_stencil", Kind.FUSED, 1,
         "a pipeline of 2-D stencils and pointwise maths in one pass"),
     _op("fused_softmax", Kind.FUSED, 1,

@@ -73,6 +73,8 @@ def flops_of(node: Node) -> Flops | None:
         epilogue = _instrs(attrs.get("epilogue")) * math.prod(conv_shape)
         pool = attrs.get("pool")
         pooled = n * math.prod(pool["kernel"]) if pool is not None else 0
+        if "reduce" in attrs:  # every value of the result read once
+            pooled = math.prod(conv_shape) + n * _instrs(attrs["reduce"]["epilogue"])
         return Flops(float(conv_flops(x, w, conv_shape) + epilogue + pooled),
                      epilogue + pooled > 0)
     if op == "pool":

@@ -32,8 +32,13 @@ _KERNELS = KernelCache()  # (op, window shape, dtype, epilogue, planes, pool) ->
 def generates(spec: OpSpec, epilogue: Any = None) -> bool:
     """Whether a generated kernel runs ``spec``: one or two spatial axes, Numba present, and
     an epilogue (if any) the kernel can compute."""
-    gen = _numba_window() if len(spec.shape) in (3, 4) else None
-    return gen is not None and (epilogue is None or gen.supports_epilogue(epilogue))
+    rank = len(spec.attrs.get("conv_shape", spec.shape))
+    gen = _numba_window() if rank in (3, 4) else None
+    if gen is None or (epilogue is not None and not gen.supports_epilogue(epilogue)):
+        return False
+    reduce = spec.attrs.get("reduce")
+    return reduce is None or (epilogue is not None and (
+        reduce["epilogue"] is None or gen.supports_epilogue(reduce["epilogue"])))
 
 
 def run_window(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bool) -> Any:
@@ -69,8 +74,10 @@ class _Launch:
         # what a conv launch takes besides its arrays, from the spec alone
         self.conv_shape = spec.attrs.get("conv_shape", spec.shape)
         self.params = plan.epilogue.arguments() if plan.epilogue is not None else ()
+        if plan.reduce is not None and plan.reduce.epilogue is not None:
+            self.params += plan.reduce.epilogue.arguments()
         self.sizes = ((math.prod(self.conv_shape[2:-1]), self.conv_shape[-1])
-                      if plan.pool is not None else ())
+                      if plan.pool is not None or plan.reduce is not None else ())
         self._prepared: tuple[tuple[Any, ...], Any, list[np.ndarray]] | None = None
         self._scratch_lock = threading.Lock() if keeps_scratch else None
         self._kept_scratch: np.ndarray | None = None
@@ -92,7 +99,9 @@ class _Launch:
         spec, plan, x = self.spec, self.plan, inputs[0]
         g = plan.window
         x = np.ascontiguousarray(x).reshape(*x.shape[:2], -1, x.shape[-1])
-        out = out.reshape(*out.shape[:2], -1, out.shape[-1])
+        # a joined reduction's result: one value a plane, kept dims or not
+        out = out.reshape(*out.shape[:2], 1, 1) if plan.reduce is not None else \
+            out.reshape(*out.shape[:2], -1, out.shape[-1])
         if spec.op == "pool":
             kernel = self.kernel or _pool_kernel(plan.shape, spec.attrs["mode"])
             self.kernel = kernel
@@ -177,6 +186,7 @@ class _Plan:
     epilogue: Any
     planes: tuple[bool, ...]
     pool: Any  # codegen.numba_window.ConvPool of a pool joined to a fused_conv, or None
+    reduce: Any  # codegen.numba_window.ConvReduce of a reduction joined to it, or None
 
 
 def _plan(spec: OpSpec) -> _Plan:
@@ -193,12 +203,14 @@ def _plan(spec: OpSpec) -> _Plan:
     in_channels = spec.in_shapes[1][1] if conv else 0
     in_channels = in_channels if in_channels and gen.all_channels_fit(g.kernel, in_channels) else 0
     shape = gen.WindowShape(g.kernel, g.strides, g.dilations, core.name, block, in_channels)
-    rank = len(spec.shape)
+    rank = len(spec.attrs.get("conv_shape", spec.shape))
     planes = tuple(all(d == 1 for d in ((1,) * (rank - len(e)) + tuple(e))[2:])
                    for e in spec.in_shapes[2:])
+    reduce = spec.attrs.get("reduce")
     return _Plan(shape, g, -(-(h + g.pads[0] + g.pads[2]) // sh),
                  -(-(w + g.pads[1] + g.pads[3]) // sw), spec.attrs.get("epilogue"), planes,
-                 _conv_pool(spec.attrs.get("pool"), core))
+                 _conv_pool(spec.attrs.get("pool"), core),
+                 gen.ConvReduce(reduce["mode"], reduce["epilogue"]) if reduce else None)
 
 
 #: output channels one conv job computes at most: each tap is loaded once for all of them
@@ -236,7 +248,8 @@ def source(spec: OpSpec) -> str:
     if spec.op == "pool":
         return _numba_window().render_pool(plan.shape, spec.attrs["mode"])
     template = plan.epilogue.template if plan.epilogue is not None else None
-    return _numba_window().render_conv(plan.shape, template, plan.planes, plan.pool)
+    return _numba_window().render_conv(plan.shape, template, plan.planes, plan.pool,
+                                       plan.reduce)
 
 
 #: scratch copies kept, of the layers run last (each its input's size, padded), and the
@@ -323,15 +336,16 @@ def _busiest_thread(images: int, block: int, channel_jobs: int, threads: int) ->
 
 
 def _conv_kernel(plan: _Plan, out_dtype: str) -> Any:
-    shape, planes = plan.shape, plan.planes
+    shape, planes, reduce = plan.shape, plan.planes, plan.reduce
     template = plan.epilogue.template if plan.epilogue is not None else None
+    post = reduce.epilogue.template if reduce is not None and reduce.epilogue else None
 
     def build() -> Any:
         import numba
         from numba.core import types
 
         array = _array_type(shape.dtype)
-        ints = 6 + (2 if plan.pool is not None else 0)
+        ints = 6 + (2 if plan.pool is not None or reduce is not None else 0)
         scratch = types.Array(numba.from_dtype(np.dtype(shape.dtype)), 1, "C")
         signature = [array(True), array(True), _array_type(out_dtype)(False), scratch,
                      *_INTS(ints)]
@@ -340,11 +354,14 @@ def _conv_kernel(plan: _Plan, out_dtype: str) -> Any:
                           for d in template.input_dtypes[1:]]
             signature += [numba.from_dtype(np.dtype(template.consts[j][1]))
                           for j in template.params]
-        source = _numba_window().render_conv(shape, template, planes, plan.pool)
+        if post is not None:
+            signature += [numba.from_dtype(np.dtype(post.consts[j][1])) for j in post.params]
+        source = _numba_window().render_conv(shape, template, planes, plan.pool, reduce)
         return build_kernel(source, "w", tuple(signature))
 
     key = ("conv", shape, out_dtype, template.signature if template is not None else None,
-           planes, plan.pool)
+           planes, plan.pool,
+           reduce and (reduce.mode, post.signature if post is not None else None))
     return _KERNELS.get_or_build(key, build, f"conv kernel {shape.kernel} for cpu:0")
 
 
