@@ -80,6 +80,11 @@ class Replay:
             if a.shape != shape or a.dtype != dtype:
                 raise ValueError(f"replay input {i}: expected {dtype.name}{list(shape)}, got "
                                  f"{a.dtype.name}{list(a.shape)}")
+        return self.run_planned(arrays)
+
+    def run_planned(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """``run`` for NumPy arrays of the shapes and dtypes the replay was made with,
+        which the caller has matched (an inference session, by its key)."""
         device = self._only_device
         if device is not None:  # one hand-over to the device for the whole run, not per step
             return device.run(self._quiet_run, arrays)
@@ -89,7 +94,40 @@ class Replay:
     # set once for a run on one device (on its thread), whose steps launch without their own
     @np.errstate(all="ignore")
     def _quiet_run(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return self._run(arrays, _direct)
+        direct = self._direct_steps if self.forks == fork.forks_seen else None
+        if direct is None:
+            return self._run(arrays, _direct)
+        return self._direct_run(arrays, *direct)
+
+    @functools.cached_property
+    def _direct_steps(self) -> tuple[list[Any], tuple[tuple[int, Any], ...],
+                                     tuple[tuple[int, Any, tuple[int, ...]], ...]] | None:
+        """For a run on one device where no kernel checks its powers or copies an input
+        from another device: every step's value as far as it is known before the run (a
+        constant's buffer), the steps that upload (their slot, and the input they take or
+        the borrowed array they read) and the kernels (slot, launcher without errstate,
+        input slots), in order. None where a run takes ``_value``'s way."""
+        if any(s.checked or s.moves for s in self.steps):
+            return None
+        known = [s.value if s.spec is None else None for s in self.steps]
+        uploads = tuple((i, s.feed if s.feed >= 0 else s.array) for i, s in enumerate(self.steps)
+                        if s.spec is None and s.value is None)
+        kernels = tuple((i, s.bare if s.bare is not None else s.launch, s.inputs)
+                        for i, s in enumerate(self.steps) if s.spec is not None)
+        return known, uploads, kernels
+
+    def _direct_run(self, arrays: Sequence[np.ndarray], known: list[Any],
+                    uploads: tuple[tuple[int, Any], ...],
+                    kernels: tuple[tuple[int, Any, tuple[int, ...]], ...]) -> list[np.ndarray]:
+        """``_run`` on this thread, already the device's, with nothing to decide per step:
+        a replay of small kernels spends as long in its loop as in some of them."""
+        values = known.copy()
+        upload = self.steps[0].device.from_host
+        for i, source in uploads:
+            values[i] = upload(arrays[source] if type(source) is int else source)
+        for i, launch, inputs in kernels:
+            values[i] = launch([values[j] for j in inputs])
+        return self._outputs_of(values, arrays, _direct)
 
     @functools.cached_property
     def _only_device(self) -> Device | None:
@@ -102,6 +140,11 @@ class Replay:
         made_here = self.forks == fork.forks_seen
         for step in self.steps:
             values.append(_value(step, values, arrays, call, made_here))
+        return self._outputs_of(values, arrays, call)
+
+    def _outputs_of(self, values: list[Any], arrays: Sequence[np.ndarray], call: Any
+                    ) -> list[np.ndarray]:
+        """The output steps' values on the host, none a view of an input."""
         out = []
         for i in self.outputs:
             device = self.steps[i].device

@@ -303,6 +303,22 @@ def test_a_session_of_small_inputs_follows_them(where: str | None) -> None:
         np.testing.assert_array_equal(session.run(None, {"x": x, "w": w})[0], x + w)
 
 
+@pytest.mark.parametrize("where", [None, "cpu:0"], ids=["placed", "pinned"])
+def test_inputs_of_the_other_byte_order_are_their_values(where: str | None) -> None:
+    """A big-endian float32 array (as FITS files hold them) is the model's float32 input:
+    in a session, planned or not, and in a lazy call."""
+    model = hm.onnx.load(_one_node("Add", inputs=2))
+    session = model.session(where)
+    rng = np.random.default_rng(9)
+    x, w = (rng.normal(size=(1, 1, 4, 4)).astype(np.float32) for _ in range(2))
+    swapped = x.astype(">f4")
+    for feed in ({"x": swapped, "w": w}, {"x": x, "w": w}, {"x": swapped, "w": w}):
+        np.testing.assert_array_equal(session.run(None, feed)[0], x + w)
+    np.testing.assert_array_equal(model(x=swapped, w=w).numpy(), x + w)
+    with pytest.raises(TypeError, match="expected dtype float32, got float64"):
+        session.run(None, {"x": swapped.astype(">f8"), "w": w})
+
+
 @pytest.mark.parametrize("planned", [False, True], ids=["first-run", "after-a-run"])
 def test_session_checks_its_arguments(planned: bool) -> None:
     """Bad feeds are refused the same way before the first run and after one has planned
@@ -323,25 +339,30 @@ def test_session_checks_its_arguments(planned: bool) -> None:
 
 
 def test_a_failing_replay_is_computed_again_and_replanned(
-        device: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    from hermes_nb.runtime import replay as replay_mod
+        device: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """A kernel of the replay fails: the run is computed again the lazy way, and the next
+    run plans a new replay."""
+    import dataclasses
+
+    from hermes_nb.runtime.replay import Replay
 
     session = hm.onnx.load(_one_node("Relu")).session(str(device.id))
     x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(1, 1, 4, 4)
     session.run(None, {"x": x})
-    real = replay_mod._value
+    ((key, planned),) = session._replays.items()
 
-    def lost(step: Any, *args: Any) -> Any:
-        if step.spec is not None:
-            raise RuntimeError("device lost")
-        return real(step, *args)
+    def lost(inputs: Any) -> Any:
+        raise RuntimeError("device lost")
 
-    monkeypatch.setattr(replay_mod, "_value", lost)
+    steps = tuple(dataclasses.replace(s, launch=lost, bare=lost) if s.spec is not None else s
+                  for s in planned.steps)
+    session._replays[key] = Replay(steps, planned.outputs, planned.shapes, planned.forks)
     with caplog.at_level("WARNING", logger="hermes_nb"):
         (got,) = session.run(None, {"x": x})
     np.testing.assert_array_equal(got, np.maximum(x, 0))
     assert "a replayed run failed (RuntimeError: device lost)" in caplog.text
-    monkeypatch.setattr(replay_mod, "_value", real)
+    replanned = session._replays[key]
+    assert isinstance(replanned, Replay) and all(s.launch is not lost for s in replanned.steps)
     np.testing.assert_array_equal(session.run(None, {"x": -x})[0], np.maximum(-x, 0))
 
 

@@ -102,6 +102,8 @@ def _bound(spec: GraphInput, value: Any) -> Any:
     Tensor), checked against the graph's declared dtype and fixed dims."""
     if not isinstance(value, Tensor):
         value = np.asarray(value)
+        if value.dtype != spec.dtype and value.dtype.newbyteorder("=") == spec.dtype:
+            value = value.astype(spec.dtype)  # another byte order (FITS data's): its values
     if value.dtype != spec.dtype:
         raise TypeError(f"onnx input {spec.name!r}: expected dtype {spec.dtype.name}, got "
                         f"{value.dtype.name}")

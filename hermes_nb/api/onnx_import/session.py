@@ -83,8 +83,8 @@ class Session:
     def _outputs(self, arrays: list[np.ndarray], key: tuple[Any, ...]) -> list[np.ndarray]:
         replay = self._replays.get(key)
         if isinstance(replay, Replay):
-            try:
-                return replay.run(arrays)
+            try:  # the key is the arrays' shapes and dtypes: the replay's own
+                return replay.run_planned(arrays)
             except Exception as exc:  # the lazy compute below retries on another device
                 log.warning("hermes: onnx session %r: a replayed run failed (%s: %s); "
                             "computing it again and planning anew", self.model.name,
@@ -100,7 +100,10 @@ class Session:
                 # what the import derived from them): uploaded once
                 made = replay_of([t.node for t in outputs], [t.node for t in inputs],
                                  owned=True)
-                self._replays[key] = _NO_REPLAY if made is None else made
+                # a replay runs arrays of its key's shapes and dtypes unchecked: none where
+                # the graph's inputs are others (an input asarray converted)
+                self._replays[key] = made if made is not None and made.shapes == key \
+                    else _NO_REPLAY
         return results
 
 
