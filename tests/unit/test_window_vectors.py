@@ -80,3 +80,15 @@ def test_phases_no_tap_reads_are_not_copied() -> None:
     source = numba_window.render_conv(shape)
     assert "if hp % 2 != 0:" in source
     assert "xq[row + 0 * G" in source and "xq[row + 1 * G" not in source
+
+
+@pytest.mark.parametrize("kernel, in_channels, channels, fits", [
+    ((1, 1), 3, 4, True), ((1, 1), 4, 4, True), ((1, 1), 8, 4, False),
+    ((3, 3), 3, 4, False), ((3, 3), 2, 1, True), ((3, 3), 3, 1, False),
+])
+def test_one_loop_reads_every_input_channel_where_its_weights_fit_registers(
+        kernel: tuple[int, int], in_channels: int, channels: int, fits: bool) -> None:
+    """The one-loop accumulation only where its weights stay in registers: a first layer's
+    3 x 3 taps of 3 colours for 4 channels (108 weights) reload a weight at every
+    multiply-add, and run faster a channel at a time."""
+    assert numba_window.all_channels_fit(kernel, in_channels, channels) is fits

@@ -199,9 +199,10 @@ def _plan(spec: OpSpec) -> _Plan:
     core = np.dtype(spec.attrs.get("conv_dtype", spec.dtype))  # the window's own dtype
     block = _channel_block(spec.in_shapes[1][0] // int(spec.attrs["groups"])) if conv else 1
     gen = _numba_window()
-    # few input channels (a first layer's colours): all of them in one loop
+    # few input channels whose weights fit the registers: all of them in one loop
     in_channels = spec.in_shapes[1][1] if conv else 0
-    in_channels = in_channels if in_channels and gen.all_channels_fit(g.kernel, in_channels) else 0
+    in_channels = in_channels if in_channels and \
+        gen.all_channels_fit(g.kernel, in_channels, block) else 0
     shape = gen.WindowShape(g.kernel, g.strides, g.dilations, core.name, block, in_channels)
     rank = len(spec.attrs.get("conv_shape", spec.shape))
     planes = tuple(all(d == 1 for d in ((1,) * (rank - len(e)) + tuple(e))[2:])
