@@ -1,7 +1,8 @@
 """Softmax fusion (``compiler/fuse_softmax.py``) on every device: the stable softmax is
 one ``fused_softmax`` kernel where the device lists it, its values equal to SciPy's and,
-bit for bit, to the unfused kernels' on ``cpu:0``; a pattern any part of which is read
-elsewhere is left to the other passes."""
+on ``cpu:0``, bit for bit to the unfused kernels' where NumPy runs it (a small one over
+the last axes is a Numba kernel); a pattern any part of which is read elsewhere is left to
+the other passes."""
 
 from __future__ import annotations
 
@@ -49,11 +50,31 @@ def test_softmax_is_one_kernel_where_the_device_fuses_it(device: Any, shape: tup
     unfused, _ = _run(device, x, axis, fuse=False)
     if "fused_softmax" in device.fused_ops:
         assert [k.ops for k in plan.kernels] == [SOFTMAX_OPS], plan
-        if device.kind == "cpu":  # the same NumPy steps the unfused kernels take
-            np.testing.assert_array_equal(got, unfused)
+        (kernel,) = plan.kernels
+        if device.kind == "cpu" and kernel.source is None:
+            np.testing.assert_array_equal(got, unfused)  # the unfused kernels' NumPy steps
+        elif device.kind == "cpu":  # a small softmax over the last axes: one Numba kernel
+            assert "softmax over rows" in kernel.source
     else:
         assert len(plan.kernels) > 1 and not _softmax_kernels(plan), plan
     np.testing.assert_allclose(got, unfused, rtol=rtol, atol=rtol * 1e-2)
+
+
+@pytest.mark.parametrize("shape", [(2, 1024), (2, 1025), (1, 1), (3, 5, 7)], ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cpu_softmax_kernel_up_to_its_size(shape: tuple[int, ...], dtype: str) -> None:
+    """cpu:0's Numba kernel runs softmaxes over the last axes up to ``SOFTMAX_JIT_MAX``
+    elements, NumPy beyond; both give SciPy's values, over one axis or the last two."""
+    from hermes_nb.backends.cpu.softmax import SOFTMAX_JIT_MAX
+
+    x = np.random.default_rng(sum(shape)).normal(0, 5, shape).astype(dtype)
+    axis = (1, 2) if len(shape) == 3 else -1
+    got, plan = _run("cpu:0", x, axis)
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, scipy_softmax(x.astype(np.float64), axis=axis), rtol=rtol,
+                               atol=rtol * 1e-2)
+    (kernel,) = plan.kernels
+    assert (kernel.source is not None) == (x.size <= SOFTMAX_JIT_MAX)
 
 
 def test_softmax_of_extreme_values(device: Any) -> None:

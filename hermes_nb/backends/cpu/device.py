@@ -13,6 +13,7 @@ from hermes_nb.backends.base import Device
 from hermes_nb.backends.cpu import jit, sources
 from hermes_nb.backends.cpu import matmul as cpu_matmul
 from hermes_nb.backends.cpu import reduce as cpu_reduce
+from hermes_nb.backends.cpu import softmax as cpu_softmax
 from hermes_nb.backends.cpu import window as cpu_window
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
@@ -94,12 +95,15 @@ class CPUDevice(Device):
         op) its plan and kernel decided once."""
         run = self._EXECUTORS.get(spec.op)
         generated = run is not None and self.runs_generated_kernel(spec)
-        if run is None or (not generated and run in (cpu_reduce.run_reduce, _run_elementwise)):
+        if run is None or (not generated and run in (cpu_reduce.run_reduce, _run_elementwise,
+                                                      cpu_softmax.run_softmax)):
             return self._ops.launcher(spec)  # NumPy op by op, as execute runs it
         if run is cpu_window.run_window:
             return cpu_window.launcher(self._ops, spec, generated)
         if run is cpu_matmul.run_matmul:
             return cpu_matmul.launcher(self._ops, spec, generated)
+        if run is cpu_softmax.run_softmax:
+            return cpu_softmax.launcher(self._ops, spec, generated)
         ops = self._ops
         return lambda inputs: run(ops, spec, inputs, generated)
 
@@ -111,6 +115,7 @@ class CPUDevice(Device):
         "fused_matmul": cpu_matmul.run_matmul,
         "fused_stencil": _run_stencil,
         "fused_elementwise": _run_elementwise,
+        "fused_softmax": cpu_softmax.run_softmax,
         **dict.fromkeys(("conv", "pool", "fused_conv"), cpu_window.run_window),
     }
     # op -> whether a generated (Numba) kernel runs it
@@ -125,6 +130,8 @@ class CPUDevice(Device):
             jit.numba_codegen(), spec.shape, spec.attrs["epilogue"], JIT_MIN_ELEMENTS),
         **dict.fromkeys(("conv", "pool"), lambda spec: _window_runs(spec, None)),
         "fused_conv": lambda spec: _window_runs(spec, spec.attrs["epilogue"]),
+        # a fixed kernel (one a dtype, no compile per graph): small softmaxes only
+        "fused_softmax": cpu_softmax.generates,
     }
 
 

@@ -44,6 +44,12 @@ def _stencil(spec: OpSpec) -> str:
     return jit.numba_stencil().render(spec.attrs["stencil"])
 
 
+def _softmax(spec: OpSpec) -> str:
+    from hermes_nb.backends.cpu import softmax
+
+    return softmax.source(spec)
+
+
 def _window(spec: OpSpec) -> str:
     from hermes_nb.backends.cpu import window
 
@@ -55,6 +61,7 @@ _RENDERERS: Mapping[str, Callable[[OpSpec], str]] = {
     "fused_matmul": _matmul,
     "fused_reduce": _reduce,
     "fused_stencil": _stencil,
+    "fused_softmax": _softmax,
     **dict.fromkeys(("conv", "pool", "fused_conv"), _window),
 }
 
