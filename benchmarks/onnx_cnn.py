@@ -1,7 +1,8 @@
 """A small CNN as an ONNX model: Hermes's fused run on cpu:0 against onnxruntime's CPU run,
 NumPy in and NumPy out, medians of interleaved rounds, and their ratios.
 
-    python -m benchmarks.onnx_cnn [--repeat 60] [--batch 8,256] [--device cpu:0]
+    python -m benchmarks.onnx_cnn [--repeat 60] [--block-seconds 0.05] [--batch 8,256]
+                                  [--device cpu:0]
 
 The model (built with ``onnx.helper``, seeded random weights, no downloads) is
 Conv → BatchNormalization → Relu → MaxPool → Conv(group=2, strides, pads, dilations) →
@@ -14,13 +15,17 @@ are timed: ``session.run`` (``model.session(device)``: NumPy in and out like onn
 ``model(x).numpy()``, which builds, plans, places and schedules the graph on every run; its
 kernels' own time is printed too. The session and onnxruntime are timed in interleaved
 rounds of a block of runs each, then the lazy run and onnxruntime apart (a lazy run's
-garbage and background work would otherwise fall on the session's rounds). The machine's
-CPU and vector extensions are printed first.
+garbage and background work would otherwise fall on the session's rounds). A block lasts at
+least ``--block-seconds`` (a batch-8 session's: some 400 runs), so both runtimes are timed
+in the steady state of a serving loop, not in the first runs after a pause, where either
+one's idle threads are still waking. The machine's CPU and vector extensions are printed
+first.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -80,11 +85,16 @@ SETTLE_S = 0.1
 #: untimed runs of each block after its pause: the first runs after an idle pause find
 #: caches cold and threads asleep (a batch-8 run takes twice as long), for either runtime
 WARM_RUNS = 5
+#: seconds a block of runs lasts at least (its runs counted from the slower candidate's
+#: time): blocks of 10 batch-8 runs, 2 ms, measured mostly how fast each runtime wakes
+BLOCK_S = 0.05
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=60)
+    parser.add_argument("--repeat", type=int, default=60, help="runs of each candidate, at least")
+    parser.add_argument("--block-seconds", type=float, default=BLOCK_S,
+                        help="how long a block of runs lasts at least")
     parser.add_argument("--batch", default="8,256", help="comma-separated batch sizes")
     parser.add_argument("--device", default="cpu:0")
     args = parser.parse_args(argv)
@@ -100,10 +110,11 @@ def main(argv: list[str] | None = None) -> None:
     model = hm.onnx.load(proto)
     with hm.options(progress=False):
         for batch in (int(b) for b in args.batch.split(",")):
-            _compare(hm, model, session, batch, args.repeat, args.device)
+            _compare(hm, model, session, batch, args.repeat, args.device, args.block_seconds)
 
 
-def _compare(hm: Any, model: Any, session: Any, batch: int, repeat: int, device: str) -> None:
+def _compare(hm: Any, model: Any, session: Any, batch: int, repeat: int, device: str,
+             block_s: float) -> None:
     from hermes_nb.runtime import explore
     from hermes_nb.runtime.profile import last_profile
 
@@ -135,11 +146,14 @@ def _compare(hm: Any, model: Any, session: Any, batch: int, repeat: int, device:
 
     # session against onnxruntime, then the lazy run against it: apart, since a lazy run's
     # garbage and background work would land on the session's runs timed after it
-    (session_s, ort_s), rounds = _interleaved({"session": session_run, "ort": ort_run}, repeat)
-    (lazy_s, ort_lazy_s), _ = _interleaved({"lazy": hermes_timed, "ort": ort_run}, repeat)
+    (session_s, ort_s), rounds, runs = _interleaved(
+        {"session": session_run, "ort": ort_run}, repeat, block_s)
+    (lazy_s, ort_lazy_s), _, lazy_runs = _interleaved(
+        {"lazy": hermes_timed, "ort": ort_run}, repeat, block_s)
     kernels_s = statistics.median(kernel_times)
-    print(f"small CNN, batch {batch}, 3x32x32 float32, medians of {_runs(repeat)} runs in "
-          f"{ROUNDS} interleaved rounds of each pair (max |hermes - onnxruntime| = {err:.1e})")
+    print(f"small CNN, batch {batch}, 3x32x32 float32, medians of {runs} runs ({lazy_runs} for "
+          f"the lazy pair) in {ROUNDS} interleaved rounds of each pair, blocks of at least "
+          f"{block_s} s (max |hermes - onnxruntime| = {err:.1e})")
     print(f"  hermes session {device}:  {session_s * 1e3:8.3f} ms  (session.run: the planned "
           "kernels replayed)")
     print(f"  onnxruntime CPU:        {ort_s * 1e3:8.3f} ms")
@@ -154,28 +168,40 @@ def _compare(hm: Any, model: Any, session: Any, batch: int, repeat: int, device:
     print(f"  ratio kernels/ort:      {kernels_s / ort_lazy_s:8.2f}")
 
 
-def _runs(repeat: int) -> int:
-    return ROUNDS * max(1, repeat // ROUNDS)
+def _block_runs(runs: dict[str, Callable[[], Any]], repeat: int, block_s: float) -> int:
+    """Runs a block: ``repeat`` over the rounds, or more where the slower candidate's runs
+    would end a block before ``block_s`` (timed on a few runs of each)."""
+    slowest = 0.0
+    for fn in runs.values():
+        times = []
+        for _ in range(WARM_RUNS):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        slowest = max(slowest, statistics.median(times))
+    return max(1, repeat // ROUNDS, math.ceil(block_s / max(slowest, 1e-9)))
 
 
-def _interleaved(runs: dict[str, Callable[[], Any]], repeat: int
-                 ) -> tuple[list[float], list[float]]:
-    """Each candidate's median time (``_rounds``), and the first's over the second's round
-    by round: their spread shows how much the machine moved during the run."""
-    times = _rounds(runs, repeat)
+def _interleaved(runs: dict[str, Callable[[], Any]], repeat: int, block_s: float
+                 ) -> tuple[list[float], list[float], int]:
+    """Each candidate's median time (``_rounds``), the first's over the second's round by
+    round (their spread shows how much the machine moved during the run), and the runs of
+    each."""
+    block = _block_runs(runs, repeat, block_s)
+    times = _rounds(runs, block)
     first, second = (times[name] for name in runs)
-    medians = [statistics.median(t for block in times[name] for t in block) for name in runs]
-    return medians, [statistics.median(a) / statistics.median(b) for a, b in zip(first, second)]
+    medians = [statistics.median(t for timed in times[name] for t in timed) for name in runs]
+    return (medians, [statistics.median(a) / statistics.median(b) for a, b in zip(first, second)],
+            block * ROUNDS)
 
 
-def _rounds(runs: dict[str, Callable[[], Any]], repeat: int) -> dict[str, list[list[float]]]:
+def _rounds(runs: dict[str, Callable[[], Any]], block: int) -> dict[str, list[list[float]]]:
     """Each candidate's times, block by block, in rounds of a block of runs each, the order turning
     each round: a block, not single runs in turn, started ``SETTLE_S`` after the other's,
     since each runtime's threads spin for a while after a run (onnxruntime's pool, the
     OpenMP threads of Numba's kernels) and would slow the other's runs: each candidate is
     timed on a machine as quiet as a program using it alone would find it."""
     times: dict[str, list[list[float]]] = {name: [] for name in runs}
-    block = _runs(repeat) // ROUNDS
     for i in range(ROUNDS):
         for name, fn in (list(runs.items()) if i % 2 else list(runs.items())[::-1]):
             time.sleep(SETTLE_S)

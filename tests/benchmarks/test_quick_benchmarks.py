@@ -91,3 +91,19 @@ def test_log_overhead_benchmark_runs(tmp_path):
         low, high = figures[clock]["interval_us"]
         assert low <= figures[clock]["added_us"] <= high
     assert figures["per_run_buffer_us"] > 0 and "ratio" in proc.stdout and "AVX-512" in proc.stdout
+
+
+@pytest.mark.timeout(600)
+def test_onnx_cnn_benchmark_runs() -> None:
+    """The CNN benchmark's runs agree with onnxruntime and its blocks take the runs a
+    block's length needs (here 0.01 s of batch-2 runs: more than ``--repeat`` asks)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.onnx_cnn", "--batch", "2", "--repeat", "6",
+         "--block-seconds", "0.01"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    err = float(proc.stdout.split("max |hermes - onnxruntime| = ")[1].split(")")[0])
+    runs = int(proc.stdout.split("medians of ")[1].split(" runs")[0])
+    assert err < 1e-4 and runs > 6, proc.stdout
+    assert "ratio session/ort" in proc.stdout and "AVX-512" in proc.stdout
