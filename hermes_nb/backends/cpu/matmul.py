@@ -21,7 +21,7 @@ from hermes_nb.backends.cpu import jit
 from hermes_nb.ir.array_ops import ArrayOps, ieee_quiet
 from hermes_nb.ir.node import OpSpec
 
-__all__ = ["launcher", "numba_threads", "run_matmul"]
+__all__ = ["launcher", "numba_thread_count", "numba_threads", "run_matmul"]
 
 
 def run_matmul(ops: ArrayOps, spec: OpSpec, inputs: Sequence[Any], generated: bool) -> Any:
@@ -85,6 +85,11 @@ class numba_threads:  # a context manager used like a function
     def __exit__(self, *exc: object) -> None:
         if self.count < self.before:
             _thread_count_access()[1](self.before)
+
+
+def numba_thread_count() -> int:
+    """Numba's thread count for parallel launches from this thread, now (1 us)."""
+    return _thread_count_access()[0]()
 
 
 @functools.cache

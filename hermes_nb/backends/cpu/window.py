@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import math
 import os
 import threading
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from hermes_nb.backends.cpu import jit
-from hermes_nb.backends.cpu.matmul import _thread_count_access, numba_threads
+from hermes_nb.backends.cpu.matmul import numba_thread_count, numba_threads
 from hermes_nb.codegen.numba_support import KernelCache, build_kernel
 from hermes_nb.ir.array_ops import ArrayOps
 from hermes_nb.ir.node import OpSpec
@@ -128,7 +129,7 @@ class _Launch:
 
     def _images_per_job(self, images: int, channels: int) -> int:
         """``_block`` for this launch's thread count, worked out once for each count."""
-        threads = _thread_count_access()[0]()
+        threads = numba_thread_count()
         block = self._blocks.get(threads)
         if block is None:
             channel_jobs = channels // self.plan.shape.channels
@@ -309,6 +310,7 @@ os.register_at_fork(after_in_child=_forget_scratches)
 RUN_ELEMENTS = 4096
 
 
+@functools.lru_cache(maxsize=1024)  # a lazy compute's launch plans anew each time
 def _block(hq: int, wq: int, images: int, channel_jobs: int, threads: int) -> int:
     """How many images one job's run covers (each plane ``hq * wq + wq`` apart): at most
     ``RUN_ELEMENTS``' worth, and of those counts the largest that shares the work out
@@ -325,15 +327,16 @@ def _busiest_thread(images: int, block: int, channel_jobs: int, threads: int) ->
     """The most images' work one thread gets with blocks of ``block`` images: Numba gives
     thread ``t`` the ``t``-th of ``threads`` runs of consecutive jobs, the first
     ``jobs % threads`` of them one job longer."""
-    blocks = -(-images // block)
-    sizes = [min(block, images - b * block) for b in range(blocks) for _ in range(channel_jobs)]
-    per, extra = divmod(len(sizes), max(1, threads))
-    busiest, start = 0, 0
-    for t in range(max(1, threads)):
-        end = start + per + (t < extra)
-        busiest = max(busiest, sum(sizes[start:end]))
-        start = end
-    return busiest
+    threads = max(1, threads)
+    per, extra = divmod(channel_jobs * -(-images // block), threads)
+
+    def done(jobs: int) -> int:  # the images' work of the first ``jobs`` jobs
+        blocks, within = divmod(jobs, channel_jobs)
+        before = min(blocks * block, images)
+        return channel_jobs * before + within * min(block, images - before)
+
+    ends = [t * per + min(t, extra) for t in range(threads + 1)]
+    return max(done(b) - done(a) for a, b in itertools.pairwise(ends))
 
 
 def _conv_kernel(plan: _Plan, out_dtype: str) -> Any:
