@@ -132,12 +132,24 @@ def run_op(spec: OpSpec, decision: Decision | None, run_id: int, *inputs: Reside
                 if isinstance(exc, DeviceError):
                     raise
                 raise _as_device_error(spec, device, exc) from exc
-            log.warning("hermes: %s failed on %s (%s); retrying on %s", spec.op, device.id,
-                        exc, retry.device)
+            log.warning("hermes: %s failed on %s (%s, raised at %s); retrying on %s", spec.op,
+                        device.id, exc, _raised_at(exc), retry.device)
             decision, spec = retry, replace(spec, device=retry.device)
             continue
         _record(run_id, spec, decision, device.id, start, end, built, failures)
         return Resident(device.id, out)
+
+
+def _raised_at(exc: BaseException) -> str:
+    """Where ``exc`` was raised, for the fallback's warning: the innermost frame's file
+    (from its package on) and line, so a rare failure says where it came from."""
+    tb = exc.__traceback__
+    if tb is None:
+        return "an unknown place"
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    path = tb.tb_frame.f_code.co_filename
+    return f"{path.rsplit('site-packages/', 1)[-1]}:{tb.tb_lineno}"
 
 
 def _record(run_id: int, spec: OpSpec, decision: Decision | None, device: str, start: float,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -61,6 +62,9 @@ def test_fallback_is_a_record_with_device_kernel_and_category(fresh_scheduler, m
     record = found[-1]
     assert record.level == "WARNING" and record.kernel == "fused_elementwise"
     assert "out of device memory" in record.message
+    # where it was raised (this file's injected failure), so a rare one can be traced
+    assert f"raised at {Path(__file__).name}" in record.message or \
+        f"raised at {__file__}" in record.message, record.message
     # the run's own buffer holds it too, and the profile shows it
     assert record in last_profile().log
     assert "fallback" in repr(last_profile().log)
