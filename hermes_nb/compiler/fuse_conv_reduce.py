@@ -2,10 +2,11 @@
 CNN's last block, is one ``fused_conv`` that reduces each plane of its result as it
 computes it, so the full-size result is never written out and read back.
 
-Taken where a ``fused_reduce`` (after ``fuse_reductions``) reduces every spatial axis of a
-``fused_conv`` that nothing else reads, keeping its convolution's dtype, on the same
-device, with no prologue (it reduces the convolution's result as it is) and an epilogue
-(a mean's division) that reads nothing but the reduced value. The ``fused_conv`` gains
+Taken where a ``sum``, ``max`` or ``min``, or a ``fused_reduce`` of one (after
+``fuse_reductions``), reduces every spatial axis of a ``fused_conv`` that nothing else
+reads, keeping its convolution's dtype, on the same device; a ``fused_reduce`` with no
+prologue (it reduces the convolution's result as it is) and an epilogue (a mean's
+division) that reads nothing but the reduced value. The ``fused_conv`` gains
 attr ``reduce``: ``mode`` (``sum``, ``max`` or ``min``), ``keepdims`` and ``epilogue``
 (the reduction's, or None); ``conv_shape`` keeps the convolution's shape. A conv with a
 joined pool is left as it is.

@@ -82,7 +82,6 @@ class _Launch:
         self._prepared: tuple[tuple[Any, ...], Any, list[np.ndarray]] | None = None
         self._scratch_lock = threading.Lock() if keeps_scratch else None
         self._kept_scratch: np.ndarray | None = None
-        self._blocks: dict[int, int] = {}  # thread count -> images per job
 
     def __call__(self, inputs: Sequence[Any]) -> np.ndarray:
         spec = self.spec
@@ -113,8 +112,8 @@ class _Launch:
         kernel = self.kernel or _conv_kernel(plan, out.dtype.name)
         self.kernel = kernel
         args = (int(spec.attrs["groups"]), g.pads[0], g.pads[1], plan.hq, plan.wq,
-                self._images_per_job(x.shape[0], out.shape[1]), *self.sizes, *others,
-                *self.params)
+                _block(plan.hq, plan.wq, x.shape[0], out.shape[1] // plan.shape.channels,
+                       numba_thread_count()), *self.sizes, *others, *self.params)
         lock = self._scratch_lock
         if lock is not None and lock.acquire(blocking=False):
             try:
@@ -126,16 +125,6 @@ class _Launch:
             return
         with _scratch(layout) as xq:
             kernel(x, weights, out, xq, *args)
-
-    def _images_per_job(self, images: int, channels: int) -> int:
-        """``_block`` for this launch's thread count, worked out once for each count."""
-        threads = numba_thread_count()
-        block = self._blocks.get(threads)
-        if block is None:
-            channel_jobs = channels // self.plan.shape.channels
-            block = self._blocks[threads] = _block(self.plan.hq, self.plan.wq, images,
-                                                   channel_jobs, threads)
-        return block
 
     def _weights_and_others(self, inputs: Sequence[Any], channels: int
                             ) -> tuple[Any, list[np.ndarray]]:
@@ -310,7 +299,7 @@ os.register_at_fork(after_in_child=_forget_scratches)
 RUN_ELEMENTS = 4096
 
 
-@functools.lru_cache(maxsize=1024)  # a lazy compute's launch plans anew each time
+@functools.lru_cache(maxsize=1024)  # worked out once for each layer and thread count
 def _block(hq: int, wq: int, images: int, channel_jobs: int, threads: int) -> int:
     """How many images one job's run covers (each plane ``hq * wq + wq`` apart): at most
     ``RUN_ELEMENTS``' worth, and of those counts the largest that shares the work out
